@@ -1,0 +1,58 @@
+/**
+ * Every event Aerie records, with the sentence that describes it. `uses` lists the properties
+ * the sentence already shows; any other property is "additional metadata".
+ */
+type Properties = Record<string, unknown>;
+
+interface EventDefinition {
+  describe: (p: Properties) => string;
+  uses: readonly string[];
+}
+
+const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '');
+
+const EVENTS = {
+  'auth:login': { describe: () => 'Logged in', uses: [] },
+  'auth:fail': { describe: (p) => `Failed to log in as ${text(p.username)}`, uses: ['username'] },
+  'auth:logout': { describe: () => 'Logged out', uses: [] },
+  'auth:ip-blocked': {
+    describe: (p) => `Refused API key ${text(p.identifier)} from an address it does not allow`,
+    uses: ['identifier'],
+  },
+  'user:api-key.create': { describe: (p) => `Created API key ${text(p.identifier)}`, uses: ['identifier'] },
+  'user:api-key.delete': { describe: (p) => `Deleted API key ${text(p.identifier)}`, uses: ['identifier'] },
+  'server:backup.start': { describe: (p) => `Started backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.complete': { describe: (p) => `Completed backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.fail': { describe: (p) => `Backup ${text(p.name)} failed`, uses: ['name'] },
+  'server:backup.delete': { describe: (p) => `Deleted backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.lock': { describe: (p) => `Locked backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.unlock': { describe: (p) => `Unlocked backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.download': { describe: (p) => `Downloaded backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.restore': {
+    describe: (p) => `Restored backup ${text(p.name)}${p.truncate === true ? ' (files deleted first)' : ''}`,
+    uses: ['name', 'truncate'],
+  },
+  'server:backup.restore-complete': { describe: (p) => `Finished restoring backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.restore-failed': {
+    describe: (p) => `Failed to restore backup ${text(p.name)}: ${text(p.reason)}`,
+    uses: ['name', 'reason'],
+  },
+  'server:subuser.create': { describe: (p) => `Added ${text(p.email)} as a subuser`, uses: ['email'] },
+  'server:subuser.update': { describe: (p) => `Changed the permissions of subuser ${text(p.email)}`, uses: ['email'] },
+  'server:subuser.delete': { describe: (p) => `Removed ${text(p.email)} as a subuser`, uses: ['email'] },
+} satisfies Record<string, EventDefinition>;
+
+export type ActivityEvent = keyof typeof EVENTS;
+
+/** Properties never counted as additional metadata: they are part of every request's trail. */
+const ALWAYS_SHOWN = new Set(['ip', 'useragent']);
+
+export function describeEvent(event: string, properties: Properties): string {
+  const definition = (EVENTS as Record<string, EventDefinition>)[event];
+  return definition ? definition.describe(properties) : event;
+}
+
+export function hasAdditionalMetadata(event: string, properties: Properties): boolean {
+  const uses = (EVENTS as Record<string, EventDefinition>)[event]?.uses ?? [];
+  return Object.keys(properties).some((key) => !uses.includes(key) && !ALWAYS_SHOWN.has(key));
+}

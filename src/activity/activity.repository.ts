@@ -1,0 +1,157 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+import type { DatabaseKind } from '../config.ts';
+import type { Database } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
+import { insertReturningId } from '../db/insert-id.ts';
+
+export type SubjectType = 'user' | 'server' | 'backup' | 'api_key';
+
+export interface Subject {
+  type: SubjectType;
+  id: string;
+}
+
+export interface NewActivity {
+  batch: string;
+  event: string;
+  ip: string | null;
+  actorId: string | null;
+  apiKeyId: number | null;
+  properties: Record<string, unknown>;
+  timestamp: string;
+  subjects: readonly Subject[];
+}
+
+export interface FeedFilter {
+  subject: Subject;
+  /** Substring of the event, any case; `%` and `_` are plain characters. */
+  event?: string | undefined;
+  /** Substring of the IP; only entries whose IP the viewer may see can match. */
+  ip?: string | undefined;
+  /** A user's id, or null for entries the system wrote. */
+  actorId?: string | null | undefined;
+  viewer: { userId: string; admin: boolean };
+}
+
+export interface FeedPage {
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+export interface FeedRow {
+  id: number;
+  batch: string;
+  event: string;
+  ip: string | null;
+  actor_id: string | null;
+  api_key_id: number | null;
+  properties: string;
+  timestamp: string;
+  actor_username: string | null;
+  actor_email: string | null;
+  actor_first_name: string | null;
+  actor_last_name: string | null;
+}
+
+type FeedQuery = SelectQueryBuilder<
+  Database & { s: Database['activity_log_subjects']; l: Database['activity_logs'] },
+  's' | 'l',
+  object
+>;
+
+function containing(value: string): string {
+  return `%${value.toLowerCase().replace(/[!%_]/g, '!$&')}%`;
+}
+
+export class ActivityRepository {
+  constructor(
+    private readonly db: Executor,
+    private readonly kind: DatabaseKind,
+  ) {}
+
+  async insert(entry: NewActivity, db: Executor = this.db): Promise<number> {
+    const id = await insertReturningId(
+      this.kind,
+      db.insertInto('activity_logs').values({
+        batch: entry.batch,
+        event: entry.event,
+        ip: entry.ip,
+        actor_id: entry.actorId,
+        api_key_id: entry.apiKeyId,
+        properties: JSON.stringify(entry.properties),
+        timestamp: entry.timestamp,
+      }),
+    );
+    const subjects = new Map(entry.subjects.map((s) => [`${s.type}:${s.id}`, s]));
+    await db
+      .insertInto('activity_log_subjects')
+      .values(
+        [...subjects.values()].map((s) => ({
+          activity_log_id: id,
+          subject_type: s.type,
+          subject_id: s.id,
+          timestamp: entry.timestamp,
+        })),
+      )
+      .execute();
+    return id;
+  }
+
+  private feed(filter: FeedFilter): FeedQuery {
+    const { viewer } = filter;
+    return this.db
+      .selectFrom('activity_log_subjects as s')
+      .innerJoin('activity_logs as l', 'l.id', 's.activity_log_id')
+      .where('s.subject_type', '=', filter.subject.type)
+      .where('s.subject_id', '=', filter.subject.id)
+      .$if(filter.event !== undefined, (q) =>
+        q.where(sql<boolean>`lower(${sql.ref('l.event')}) like ${containing(filter.event ?? '')} escape '!'`),
+      )
+      .$if(filter.ip !== undefined, (q) =>
+        q
+          .where(sql<boolean>`lower(${sql.ref('l.ip')}) like ${containing(filter.ip ?? '')} escape '!'`)
+          .$if(!viewer.admin, (q2) => q2.where('l.actor_id', '=', viewer.userId)),
+      )
+      .$if(filter.actorId === null, (q) => q.where('l.actor_id', 'is', null))
+      .$if(typeof filter.actorId === 'string', (q) => q.where('l.actor_id', '=', filter.actorId ?? '')) as FeedQuery;
+  }
+
+  async count(filter: FeedFilter): Promise<number> {
+    const row = await this.feed(filter)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** One page of a feed, ordered by time and then by insertion order, both in one direction. */
+  async page(filter: FeedFilter, page: FeedPage): Promise<FeedRow[]> {
+    const direction = page.descending ? 'desc' : 'asc';
+    const rows = await this.feed(filter)
+      .leftJoin('users as u', 'u.id', 'l.actor_id')
+      .select([
+        'l.id',
+        'l.batch',
+        'l.event',
+        'l.ip',
+        'l.actor_id',
+        'l.api_key_id',
+        'l.properties',
+        'l.timestamp',
+        'u.username as actor_username',
+        'u.email as actor_email',
+        'u.first_name as actor_first_name',
+        'u.last_name as actor_last_name',
+      ])
+      .orderBy('s.timestamp', direction)
+      .orderBy('s.activity_log_id', direction)
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return rows.map((row) => ({
+      ...row,
+      id: Number(row.id),
+      api_key_id: row.api_key_id === null ? null : Number(row.api_key_id),
+    })) as FeedRow[];
+  }
+}

@@ -1,0 +1,152 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Executor, Transactor } from '../db/executor.ts';
+import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
+import { DisplayError, ForbiddenError, NotAuthenticatedError, NotFoundError } from '../shared/errors.ts';
+import { sha256Hex } from '../shared/hash.ts';
+import { ipAllowed, normalizeIp } from '../shared/ip.ts';
+import { randomAlphanumeric } from '../shared/random.ts';
+import { toStoredTime, toWireTime, type Clock } from '../shared/time.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { toUser } from '../users/user.ts';
+import type { ApiKeyRepository } from './api-key.repository.ts';
+import type { ApiKeyList, ApiKeyResource, CreateApiKeyBody, CreatedApiKey } from './api-key.schema.ts';
+import type { ApiKeyRow } from './api-key.table.ts';
+
+export const MAX_KEYS_PER_USER = 25;
+const IDENTIFIER_PREFIX = 'ptlc_';
+const TOKEN = /^ptlc_[A-Za-z0-9]{11}[A-Za-z0-9]{32}$/;
+const LAST_USED_RESOLUTION_MS = 60_000;
+/** Compared against when no key matches, so that a miss takes as long as a wrong secret. */
+const NO_KEY_HASH = Buffer.alloc(32);
+
+export function toApiKeyResource(row: ApiKeyRow): ApiKeyResource {
+  return {
+    object: 'api_key',
+    attributes: {
+      identifier: row.identifier,
+      description: row.description,
+      allowed_ips: JSON.parse(row.allowed_ips) as string[],
+      last_used_at: toWireTime(row.last_used_at),
+      created_at: toWireTime(row.created_at),
+    },
+  };
+}
+
+export class ApiKeyService {
+  constructor(
+    private readonly keys: ApiKeyRepository,
+    private readonly users: UserRepository,
+    private readonly activity: ActivityService,
+    private readonly transaction: Transactor,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(actor: Actor): Promise<ApiKeyList> {
+    const rows = await this.keys.listForUser(actor.user.id);
+    return { object: 'list', data: rows.map(toApiKeyResource) };
+  }
+
+  /** Creates a key and returns it with its secret, the only time the secret is ever shown. */
+  async create(context: AuthenticatedContext, input: CreateApiKeyBody): Promise<CreatedApiKey> {
+    const { user } = context.actor;
+    const allowedIps = [...new Set(input.allowed_ips.map((ip) => ip.trim()))];
+    const secret = randomAlphanumeric(32);
+    const row = await this.transaction(async (trx) => {
+      await this.users.lock(user.id, trx);
+      if ((await this.keys.countForUser(user.id, trx)) >= MAX_KEYS_PER_USER) {
+        throw new DisplayError('You have reached the account limit for number of API keys.');
+      }
+      const values = {
+        user_id: user.id,
+        identifier: await this.freeIdentifier(trx),
+        token_hash: sha256Hex(secret),
+        description: input.description,
+        allowed_ips: JSON.stringify(allowedIps),
+        last_used_at: null,
+        created_at: toStoredTime(this.clock()),
+      };
+      const id = await this.keys.insert(values, trx);
+      await this.activity.record(
+        context,
+        {
+          event: 'user:api-key.create',
+          actor: context.actor,
+          properties: { identifier: values.identifier },
+          subjects: [
+            { type: 'user', id: user.id },
+            { type: 'api_key', id: String(id) },
+          ],
+        },
+        trx,
+      );
+      return { ...values, id };
+    });
+    return { ...toApiKeyResource(row), meta: { secret_token: secret } };
+  }
+
+  async delete(context: AuthenticatedContext, identifier: string): Promise<void> {
+    const { user } = context.actor;
+    await this.transaction(async (trx) => {
+      const row = await this.keys.findByIdentifier(identifier, trx);
+      if (row === undefined || row.user_id !== user.id) throw new NotFoundError();
+      await this.keys.delete(row.id, trx);
+      await this.activity.record(
+        context,
+        {
+          event: 'user:api-key.delete',
+          actor: context.actor,
+          properties: { identifier: row.identifier },
+          subjects: [
+            { type: 'user', id: user.id },
+            { type: 'api_key', id: String(row.id) },
+          ],
+        },
+        trx,
+      );
+    });
+  }
+
+  /**
+   * Resolves a bearer token (identifier + secret) to its user. The secret is compared by its
+   * SHA-256 in constant time. A key used from an address outside its `allowed_ips` is refused
+   * with 403, and the attempt recorded.
+   */
+  async authenticate(token: string, context: RequestContext): Promise<Actor> {
+    if (!TOKEN.test(token)) throw new NotAuthenticatedError();
+    const row = await this.keys.findByIdentifier(token.slice(0, 16));
+    const given = Buffer.from(sha256Hex(token.slice(16)), 'hex');
+    const expected = row === undefined ? NO_KEY_HASH : Buffer.from(row.token_hash, 'hex');
+    if (!timingSafeEqual(given, expected) || row === undefined) throw new NotAuthenticatedError();
+    const userRow = await this.users.findById(row.user_id);
+    if (userRow === undefined) throw new NotAuthenticatedError();
+    const actor: Actor = { user: toUser(userRow), apiKeyId: row.id, sessionId: null };
+
+    const ip = normalizeIp(context.ip ?? '');
+    if (!ipAllowed(ip, JSON.parse(row.allowed_ips) as string[])) {
+      await this.activity.record(context, {
+        event: 'auth:ip-blocked',
+        actor,
+        properties: { identifier: row.identifier },
+        subjects: [{ type: 'user', id: actor.user.id }],
+      });
+      throw new ForbiddenError(
+        `This IP address (${ip}) does not have permission to access the API using these credentials.`,
+      );
+    }
+    const now = this.clock();
+    await this.keys.touch(
+      row.id,
+      toStoredTime(now),
+      toStoredTime(new Date(now.getTime() - LAST_USED_RESOLUTION_MS)),
+    );
+    return actor;
+  }
+
+  private async freeIdentifier(trx: Executor): Promise<string> {
+    for (;;) {
+      const identifier = IDENTIFIER_PREFIX + randomAlphanumeric(11);
+      if ((await this.keys.findByIdentifier(identifier, trx)) === undefined) return identifier;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { Config } from './config.ts';
+import type { Db } from './db/connection.ts';
+import { RouteIndex } from './http/allowed-methods.ts';
+import { requireAuthentication } from './http/authenticate.ts';
+import { installBodyParsing } from './http/body-parsing.ts';
+import { installErrorHandling } from './http/error-handler.ts';
+import { activityRoutes } from './http/routes/activity.routes.ts';
+import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
+import { authRoutes } from './http/routes/auth.routes.ts';
+import { openApiRoutes } from './http/routes/openapi.routes.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { createServices, type Services } from './services.ts';
+import { MemoryCounterStore, type CounterStore } from './shared/counter-store.ts';
+import { systemClock, type Clock } from './shared/time.ts';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  clock?: Clock;
+  counters?: CounterStore;
+  /** A pino logger; none in tests. */
+  logger?: FastifyBaseLogger;
+}
+
+export interface App {
+  http: FastifyInstance;
+  services: Services;
+}
+
+/** The composition root: database → repositories → services → routes. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, db } = deps;
+  const services = createServices({
+    config,
+    db,
+    clock: deps.clock ?? systemClock,
+    counters: deps.counters ?? new MemoryCounterStore(),
+  });
+
+  const http = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  http.decorateRequest('actor', null);
+  http.setValidatorCompiler(validatorCompiler);
+  http.addHook('onSend', (request, reply, _payload, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
+
+  const routes = new RouteIndex();
+  http.addHook('onRoute', (route) => routes.add(route.method, route.url));
+  installErrorHandling(http, routes);
+  installBodyParsing(http);
+
+  await http.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Aerie client API',
+        version: '1.0.0',
+        description: 'A Pterodactyl-compatible client API: activity logs, API keys and backup restores.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: identifier and secret, 48 characters.' },
+        },
+      },
+    },
+  });
+
+  authRoutes(http, services);
+  openApiRoutes(http);
+  await http.register((client, _options, done) => {
+    requireAuthentication(client, services);
+    activityRoutes(client, services);
+    apiKeyRoutes(client, services);
+    done();
+  });
+
+  await http.ready();
+  return { http, services };
+}

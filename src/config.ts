@@ -1,0 +1,78 @@
+import path from 'node:path';
+
+export type DatabaseKind = 'sqlite' | 'postgres' | 'mysql';
+
+export interface Config {
+  readonly database: { readonly kind: DatabaseKind; readonly url: string; readonly sqlitePath: string | null };
+  readonly dataDir: string;
+  readonly volumesDir: string;
+  readonly backupsDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly redisUrl: string | null;
+  /** Passed to Fastify's `trustProxy`: false, true, a hop count, or a list of addresses/CIDRs. */
+  readonly trustProxy: boolean | number | string[];
+  readonly logLevel: string;
+  readonly bodyLimitBytes: number;
+  readonly sessionTtlSeconds: number;
+  /** Failed logins allowed per IP and per account in 15 minutes; 0 turns the throttle off. */
+  readonly loginAttemptsPer15Minutes: number;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function parseDatabaseUrl(raw: string, cwd: string): Config['database'] {
+  if (raw.startsWith('sqlite:')) {
+    const file = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (file === '') throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/aerie.db');
+    return { kind: 'sqlite', url: raw, sqlitePath: file === ':memory:' ? file : path.resolve(cwd, file) };
+  }
+  if (/^postgres(ql)?:\/\//.test(raw)) return { kind: 'postgres', url: raw, sqlitePath: null };
+  if (/^(mysql|mariadb):\/\//.test(raw)) {
+    return { kind: 'mysql', url: raw.replace(/^mariadb:/, 'mysql:'), sqlitePath: null };
+  }
+  throw new ConfigError(`DATABASE_URL must start with sqlite:, postgres:// or mysql://, got "${raw}"`);
+}
+
+function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (raw === undefined || raw.trim() === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw.split(',').map((part) => part.trim()).filter((part) => part !== '');
+}
+
+/** Reads the configuration once. Nothing else in Aerie reads `process.env`. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const dataDir = path.resolve(cwd, env.AERIE_DATA_DIR ?? './data');
+  const logLevel = env.LOG_LEVEL ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const config: Config = {
+    database: parseDatabaseUrl(env.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'aerie.db')}`, cwd),
+    dataDir,
+    volumesDir: path.join(dataDir, 'volumes'),
+    backupsDir: path.join(dataDir, 'backups'),
+    host: env.HOST ?? '127.0.0.1',
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    redisUrl: env.REDIS_URL?.trim() ? env.REDIS_URL.trim() : null,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    logLevel,
+    bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
+    sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS', 12 * 3600, 60, 90 * 24 * 3600),
+    loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', 10, 0, 1_000_000),
+  };
+  return Object.freeze(config);
+}

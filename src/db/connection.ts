@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { createPool as createMysqlPool } from 'mysql2';
+import pg from 'pg';
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect } from 'kysely';
+import type { Config, DatabaseKind } from '../config.ts';
+import type { Database } from './database.ts';
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly kind: DatabaseKind;
+  /** Whether INSERT … RETURNING is available (not on MariaDB). */
+  readonly supportsReturning: boolean;
+  destroy(): Promise<void>;
+}
+
+function sqliteDialect(file: string): Dialect {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const database = new SQLite(file);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 10000');
+  return new SqliteDialect({ database });
+}
+
+function postgresDialect(url: string): Dialect {
+  // bigint columns (ids, byte counts) fit in a double for every value Aerie stores.
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+  return new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 10, types }) });
+}
+
+function mysqlDialect(url: string): Dialect {
+  return new MysqlDialect({
+    pool: createMysqlPool({ uri: url, connectionLimit: 10, supportBigNumbers: true, bigNumberStrings: false, timezone: 'Z' }),
+  });
+}
+
+export function connect(database: Config['database']): Db {
+  const dialect =
+    database.kind === 'sqlite'
+      ? sqliteDialect(database.sqlitePath ?? ':memory:')
+      : database.kind === 'postgres'
+        ? postgresDialect(database.url)
+        : mysqlDialect(database.url);
+  const kysely = new Kysely<Database>({ dialect });
+  return {
+    kysely,
+    kind: database.kind,
+    supportsReturning: database.kind !== 'mysql',
+    destroy: () => kysely.destroy(),
+  };
+}

@@ -1,0 +1,17 @@
+import type { ActivityLogSubjectTable, ActivityLogTable } from '../activity/activity.table.ts';
+import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
+import type { JobTable } from '../jobs/job.table.ts';
+import type { BackupTable, ServerTable, SubuserTable } from '../servers/server.table.ts';
+import type { SessionTable, UserTable } from '../users/user.table.ts';
+
+export interface Database {
+  users: UserTable;
+  sessions: SessionTable;
+  api_keys: ApiKeyTable;
+  activity_logs: ActivityLogTable;
+  activity_log_subjects: ActivityLogSubjectTable;
+  servers: ServerTable;
+  subusers: SubuserTable;
+  backups: BackupTable;
+  jobs: JobTable;
+}

@@ -1,0 +1,52 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Services } from '../services.ts';
+import { ForbiddenError, NotAuthenticatedError } from '../shared/errors.ts';
+import { contextOf } from './request-context.ts';
+
+export const SESSION_COOKIE = 'aerie_session';
+
+export function readCookie(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  if (header === undefined) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** A browser sending a session cookie from another site's page is refused (CSRF). */
+function assertSameOrigin(request: FastifyRequest): void {
+  const origin = request.headers.origin;
+  if (SAFE_METHODS.has(request.method) || origin === undefined) return;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    throw new ForbiddenError('This request comes from another site.');
+  }
+  if (host !== request.host) throw new ForbiddenError('This request comes from another site.');
+}
+
+/**
+ * Authenticates every request of the scope it is added to: a bearer API key (the scheme name
+ * in any case), else the session cookie. Runs before the body is read or validated, so an
+ * anonymous request gets 401 whatever it carries.
+ */
+export function requireAuthentication(app: FastifyInstance, services: Pick<Services, 'apiKeys' | 'sessions'>): void {
+  app.addHook('onRequest', async (request) => {
+    const authorization = request.headers.authorization;
+    if (authorization !== undefined) {
+      const match = /^bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (match?.[1] === undefined) throw new NotAuthenticatedError();
+      request.actor = await services.apiKeys.authenticate(match[1], contextOf(request));
+      return;
+    }
+    const session = readCookie(request, SESSION_COOKIE);
+    if (session === undefined) throw new NotAuthenticatedError();
+    request.actor = await services.sessions.authenticate(session);
+    assertSameOrigin(request);
+  });
+}

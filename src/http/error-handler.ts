@@ -1,0 +1,71 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from '../shared/errors.ts';
+import type { RouteIndex } from './allowed-methods.ts';
+import { errorEnvelope, validationEnvelope } from './envelope.ts';
+import { toFieldErrors } from './validation.ts';
+
+/** Codes and words for the errors Fastify itself raises (bad JSON, body too large, …). */
+const FRAMEWORK_ERRORS: Record<number, [code: string, detail: string]> = {
+  400: ['BadRequestHttpException', 'The request could not be understood.'],
+  404: ['NotFoundHttpException', 'The requested resource could not be found on the server.'],
+  405: ['MethodNotAllowedHttpException', 'The method is not supported for this route.'],
+  406: ['NotAcceptableHttpException', 'The requested representation is not available.'],
+  413: ['PayloadTooLargeHttpException', 'The request body is too large.'],
+  414: ['UriTooLongHttpException', 'The request URI is too long.'],
+  415: ['UnsupportedMediaTypeHttpException', 'The request body must be JSON (Content-Type: application/json).'],
+  431: ['RequestHeaderFieldsTooLargeHttpException', 'The request headers are too large.'],
+};
+
+const INVALID_JSON_CODES = new Set(['FST_ERR_CTP_INVALID_JSON', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
+
+/**
+ * The one place that writes errors: every failure, from a service, from validation, from the
+ * framework or unexpected, leaves as the envelope `{"errors":[{"code","status","detail"}]}`.
+ */
+export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.validation) {
+      return reply.code(422).send(validationEnvelope(toFieldErrors(error.validation as never)));
+    }
+    if (error instanceof AppError) {
+      const body =
+        'fields' in error && Array.isArray(error.fields)
+          ? validationEnvelope(error.fields as never)
+          : errorEnvelope(error.status, error.code, error.message);
+      return reply.code(error.status).headers(error.headers).send(body);
+    }
+    const status = error.statusCode ?? 500;
+    const known = FRAMEWORK_ERRORS[status];
+    if (status < 500 && known !== undefined) {
+      const detail = INVALID_JSON_CODES.has(error.code) ? 'The request body is not valid JSON.' : known[1];
+      return reply.code(status).send(errorEnvelope(status, known[0], detail));
+    }
+    if (status < 500) {
+      return reply.code(status).send(errorEnvelope(status, 'HttpException', 'The request could not be processed.'));
+    }
+    request.log.error({ err: error, requestId: request.id }, 'unexpected error while handling a request');
+    return reply
+      .code(500)
+      .send(
+        errorEnvelope(
+          500,
+          'InternalServerError',
+          `An unexpected error was encountered while processing this request (request ${request.id}).`,
+        ),
+      );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = routes.allowedMethods(path);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(
+          errorEnvelope(405, 'MethodNotAllowedHttpException', `The ${request.method} method is not supported for this route.`),
+        );
+    }
+    return reply.code(404).send(errorEnvelope(404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]));
+  });
+}

@@ -1,0 +1,43 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  ApiKeyListSchema,
+  ApiKeyParamsSchema,
+  CreateApiKeyBodySchema,
+  CreatedApiKeySchema,
+} from '../../api-keys/api-key.schema.ts';
+import type { Services } from '../../services.ts';
+import { authenticatedContextOf } from '../request-context.ts';
+
+export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, 'apiKeys'>): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  const common = { tags: ['api keys'], security: [{ bearerAuth: [] }] };
+
+  typed.get(
+    '/api/client/account/api-keys',
+    { schema: { ...common, summary: "The caller's API keys (never their secrets)", response: { 200: ApiKeyListSchema } } },
+    (request) => apiKeys.list(authenticatedContextOf(request).actor),
+  );
+
+  typed.post(
+    '/api/client/account/api-keys',
+    {
+      schema: {
+        ...common,
+        summary: 'Create an API key; the response carries its secret, shown only this once',
+        body: CreateApiKeyBodySchema,
+        response: { 200: CreatedApiKeySchema },
+      },
+    },
+    (request) => apiKeys.create(authenticatedContextOf(request), request.body),
+  );
+
+  typed.delete(
+    '/api/client/account/api-keys/:identifier',
+    { schema: { ...common, summary: 'Delete one of the caller’s API keys', params: ApiKeyParamsSchema } },
+    async (request, reply) => {
+      await apiKeys.delete(authenticatedContextOf(request), request.params.identifier);
+      return reply.code(204).send();
+    },
+  );
+}

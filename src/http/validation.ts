@@ -1,0 +1,89 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import formats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from '../shared/errors.ts';
+import { isIpOrCidr } from '../shared/ip.ts';
+
+/**
+ * Schemas may name the rule a failure breaks (`x-rule`) and say it in words (`x-message`);
+ * otherwise both are derived from the JSON Schema keyword that failed.
+ */
+function newAjv(options: Options): Ajv {
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false, ...options });
+  // ajv-formats is CommonJS: its function is the module itself, typed as `.default`.
+  (formats as unknown as typeof formats.default)(ajv);
+  ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
+  ajv.addFormat('ip-or-cidr', { type: 'string', validate: isIpOrCidr });
+  return ajv;
+}
+
+// Query strings and paths are text, so numbers and booleans are coerced there; a repeated
+// parameter stays an array and fails. JSON bodies are taken as typed: `"true"` is no boolean.
+const textAjv = newAjv({ coerceTypes: true });
+const jsonAjv = newAjv({ coerceTypes: false });
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === 'body' ? jsonAjv : textAjv).compile(schema as object);
+
+function fieldOf(error: ErrorObject): string {
+  const pointer = error.instancePath.replace(/^\//, '').split('/').filter(Boolean);
+  if (error.keyword === 'required') pointer.push(String(error.params.missingProperty));
+  return pointer.map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')).join('.');
+}
+
+function describe(error: ErrorObject, field: string): { rule: string; message: string } {
+  const schema = (error.parentSchema ?? {}) as Record<string, unknown>;
+  const limit = (error.params as { limit?: unknown }).limit;
+  const named = typeof schema['x-rule'] === 'string' ? schema['x-rule'] : undefined;
+  const said = typeof schema['x-message'] === 'string' ? schema['x-message'] : undefined;
+  const [rule, message] = ((): [string, string] => {
+    switch (error.keyword) {
+      case 'required':
+        return ['required', `The ${field} field is required.`];
+      case 'type': {
+        const type = String((error.params as { type?: unknown }).type);
+        return [type === 'number' ? 'numeric' : type, `The ${field} field must be ${article(type)} ${type}.`];
+      }
+      case 'minimum':
+        return ['min', `The ${field} field must be at least ${String(limit)}.`];
+      case 'maximum':
+        return ['max', `The ${field} field must not be greater than ${String(limit)}.`];
+      case 'minLength':
+        return ['min', `The ${field} field must be at least ${String(limit)} characters.`];
+      case 'maxLength':
+        return ['max', `The ${field} field must not be greater than ${String(limit)} characters.`];
+      case 'minItems':
+        return ['min', `The ${field} field must have at least ${String(limit)} items.`];
+      case 'maxItems':
+        return ['max', `The ${field} field must not have more than ${String(limit)} items.`];
+      case 'enum':
+      case 'const':
+      case 'anyOf':
+        return ['in', `The selected ${field} is invalid.`];
+      case 'format':
+        return [String((error.params as { format?: unknown }).format), `The ${field} field must be a valid value.`];
+      case 'false schema':
+        return ['allowed', `The ${field} parameter is not allowed.`];
+      default:
+        return [error.keyword, `The ${field} field is invalid.`];
+    }
+  })();
+  return { rule: named ?? rule, message: said?.replace(':field', field) ?? message };
+}
+
+function article(word: string): string {
+  return /^[aeiou]/.test(word) ? 'an' : 'a';
+}
+
+/** Turns Ajv's errors into one FieldError per failing field (the first failure of each). */
+export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
+  const byField = new Map<string, FieldError>();
+  for (const error of errors) {
+    // anyOf reports each branch's failure and then itself; the anyOf error alone says it best.
+    if (error.schemaPath.includes('/anyOf/')) continue;
+    const field = fieldOf(error);
+    if (!byField.has(field)) byField.set(field, { field, ...describe(error, field) });
+  }
+  return [...byField.values()];
+}

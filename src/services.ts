@@ -1,0 +1,43 @@
+import { ActivityRepository } from './activity/activity.repository.ts';
+import { ActivityService } from './activity/activity.service.ts';
+import { ApiKeyRepository } from './api-keys/api-key.repository.ts';
+import { ApiKeyService } from './api-keys/api-key.service.ts';
+import { LoginThrottle } from './auth/login-throttle.ts';
+import { SessionRepository } from './auth/session.repository.ts';
+import { SessionService } from './auth/session.service.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/connection.ts';
+import { transactorFor } from './db/executor.ts';
+import type { CounterStore } from './shared/counter-store.ts';
+import type { Clock } from './shared/time.ts';
+import { UserRepository } from './users/user.repository.ts';
+import { UserService } from './users/user.service.ts';
+
+export interface ServiceDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  counters: CounterStore;
+}
+
+/** Wires repositories into services; the HTTP app and the CLI both start here. */
+export function createServices({ config, db, clock, counters }: ServiceDeps) {
+  const kysely = db.kysely;
+  const transaction = transactorFor(kysely);
+  const userRepository = new UserRepository(kysely);
+  const activity = new ActivityService(new ActivityRepository(kysely, db.kind), clock);
+  const apiKeys = new ApiKeyService(new ApiKeyRepository(kysely, db.kind), userRepository, activity, transaction, clock);
+  const sessions = new SessionService(
+    new SessionRepository(kysely),
+    userRepository,
+    activity,
+    new LoginThrottle(counters, config.loginAttemptsPer15Minutes),
+    transaction,
+    clock,
+    config.sessionTtlSeconds,
+  );
+  const users = new UserService(userRepository, clock);
+  return { activity, apiKeys, sessions, users };
+}
+
+export type Services = ReturnType<typeof createServices>;

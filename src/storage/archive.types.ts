@@ -1,0 +1,48 @@
+/**
+ * Contract between the archive code (extract, create) and the restore job.
+ * Every failure that a user should read about is an ArchiveError with a stable `reason`.
+ */
+export type ArchiveFailure =
+  | 'not-found' // the archive file does not exist
+  | 'checksum-mismatch' // its SHA-256 differs from the backup record
+  | 'corrupt' // gzip or tar data is damaged or truncated
+  | 'unsafe-path' // an entry path has a `..` component or is otherwise unusable
+  | 'disk-limit' // extracting would exceed the server's disk limit or the free space
+  | 'conflict' // the archive contradicts itself (e.g. `a` is a file and `a/b` an entry)
+  | 'name-too-long'; // a path or a path component is longer than the filesystem allows
+
+export class ArchiveError extends Error {
+  constructor(
+    readonly reason: ArchiveFailure,
+    message: string,
+    readonly entry?: string,
+  ) {
+    super(message);
+    this.name = 'ArchiveError';
+  }
+}
+
+/** An entry that was deliberately not created, and why (reported, never silently dropped). */
+export interface SkippedEntry {
+  path: string;
+  kind: 'symlink' | 'hardlink' | 'character-device' | 'block-device' | 'fifo' | 'socket' | 'other';
+  reason: string;
+}
+
+export interface ExtractReport {
+  files: number;
+  directories: number;
+  /** Bytes of regular-file content written. */
+  bytes: number;
+  skipped: SkippedEntry[];
+}
+
+export interface ExtractLimits {
+  /** Most bytes the extracted tree may take (file content plus 4 KiB per entry); null = no limit of its own. */
+  maxBytes: number | null;
+}
+
+export interface Progress {
+  files: number;
+  bytes: number;
+}

@@ -1,0 +1,29 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+
+export interface UserTable {
+  id: string;
+  username: string;
+  email: string;
+  password_hash: string;
+  first_name: string;
+  last_name: string;
+  language: string;
+  /** 1 for an administrator, 0 otherwise. */
+  root_admin: number;
+  created_at: string;
+  updated_at: string;
+}
+export type UserRow = Selectable<UserTable>;
+export type NewUserRow = Insertable<UserTable>;
+export type UserUpdate = Updateable<UserTable>;
+
+export interface SessionTable {
+  /** SHA-256 (hex) of the session token; the token itself lives only in the cookie. */
+  id: string;
+  user_id: string;
+  ip: string;
+  user_agent: string;
+  created_at: string;
+  expires_at: string;
+}
+export type SessionRow = Selectable<SessionTable>;

@@ -1,0 +1,25 @@
+import type { UserRow } from './user.table.ts';
+
+export interface User {
+  readonly id: string;
+  readonly username: string;
+  readonly email: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly language: string;
+  readonly rootAdmin: boolean;
+  readonly createdAt: string;
+}
+
+export function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    username: row.username,
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    language: row.language,
+    rootAdmin: Number(row.root_admin) === 1,
+    createdAt: row.created_at,
+  };
+}

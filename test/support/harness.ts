@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { connect, type Db } from '../../src/db/connection.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { Actor, AuthenticatedContext } from '../../src/shared/context.ts';
+import type { Clock } from '../../src/shared/time.ts';
+import type { User } from '../../src/users/user.ts';
+
+export interface TestApp extends App {
+  config: Config;
+  db: Db;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+}
+
+/** A whole Aerie on a fresh SQLite file in a temporary data directory. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-test-'));
+  const config = loadConfig({
+    AERIE_DATA_DIR: dataDir,
+    DATABASE_URL: `sqlite:${path.join(dataDir, 'aerie.db')}`,
+    AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '0',
+    ...options.env,
+  });
+  const db = connect(config.database);
+  await migrateToLatest(db);
+  const app = await buildApp({ config, db, ...(options.clock ? { clock: options.clock } : {}) });
+  return {
+    ...app,
+    config,
+    db,
+    dataDir,
+    async close() {
+      await app.http.close();
+      await db.destroy();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+let sequence = 0;
+
+export async function createUser(
+  app: App,
+  overrides: { username?: string; email?: string; password?: string; admin?: boolean; firstName?: string } = {},
+): Promise<User & { password: string }> {
+  sequence += 1;
+  const username = overrides.username ?? `user${sequence}-${randomUUID().slice(0, 6)}`;
+  const { user, password } = await app.services.users.create({
+    username,
+    email: overrides.email ?? `${username}@example.com`,
+    password: overrides.password ?? 'correct horse battery',
+    admin: overrides.admin ?? false,
+    firstName: overrides.firstName,
+  });
+  return { ...user, password };
+}
+
+export function contextFor(user: User, ip = '127.0.0.1'): AuthenticatedContext {
+  const actor: Actor = { user, apiKeyId: null, sessionId: null };
+  return { batch: randomUUID(), ip, userAgent: 'test', actor };
+}
+
+/** Creates a key the way the API does and returns the full bearer token. */
+export async function createApiKey(
+  app: App,
+  user: User,
+  options: { allowedIps?: string[]; description?: string } = {},
+): Promise<{ identifier: string; token: string }> {
+  const created = await app.services.apiKeys.create(contextFor(user), {
+    description: options.description ?? 'test key',
+    allowed_ips: options.allowedIps ?? [],
+  });
+  return { identifier: created.attributes.identifier, token: created.attributes.identifier + created.meta.secret_token };
+}
+
+export function bearer(token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
