@@ -16,5 +16,12 @@ export default tseslint.config(
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
     },
   },
-  { files: ['bin/**/*.js', 'eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['bin/**/*.js', 'eslint.config.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { URL: 'readonly', process: 'readonly' },
+    },
+  },
 );

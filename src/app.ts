@@ -74,7 +74,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       },
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: identifier and secret, 48 characters.' },
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key: identifier and secret, 48 characters.',
+          },
         },
       },
     },

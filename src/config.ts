@@ -3,7 +3,11 @@ import path from 'node:path';
 export type DatabaseKind = 'sqlite' | 'postgres' | 'mysql';
 
 export interface Config {
-  readonly database: { readonly kind: DatabaseKind; readonly url: string; readonly sqlitePath: string | null };
+  readonly database: {
+    readonly kind: DatabaseKind;
+    readonly url: string;
+    readonly sqlitePath: string | null;
+  };
   readonly dataDir: string;
   readonly volumesDir: string;
   readonly backupsDir: string;
@@ -36,7 +40,8 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 function parseDatabaseUrl(raw: string, cwd: string): Config['database'] {
   if (raw.startsWith('sqlite:')) {
     const file = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (file === '') throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/aerie.db');
+    if (file === '')
+      throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/aerie.db');
     return { kind: 'sqlite', url: raw, sqlitePath: file === ':memory:' ? file : path.resolve(cwd, file) };
   }
   if (/^postgres(ql)?:\/\//.test(raw)) return { kind: 'postgres', url: raw, sqlitePath: null };
@@ -50,7 +55,10 @@ function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   if (raw === undefined || raw.trim() === '' || raw === 'false') return false;
   if (raw === 'true') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
-  return raw.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
 }
 
 /** Reads the configuration once. Nothing else in Aerie reads `process.env`. */

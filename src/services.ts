@@ -10,6 +10,8 @@ import type { Db } from './db/connection.ts';
 import { transactorFor } from './db/executor.ts';
 import type { CounterStore } from './shared/counter-store.ts';
 import type { Clock } from './shared/time.ts';
+import { ServerRepository } from './servers/server.repository.ts';
+import { ServerService } from './servers/server.service.ts';
 import { UserRepository } from './users/user.repository.ts';
 import { UserService } from './users/user.service.ts';
 
@@ -26,7 +28,13 @@ export function createServices({ config, db, clock, counters }: ServiceDeps) {
   const transaction = transactorFor(kysely);
   const userRepository = new UserRepository(kysely);
   const activity = new ActivityService(new ActivityRepository(kysely, db.kind), clock);
-  const apiKeys = new ApiKeyService(new ApiKeyRepository(kysely, db.kind), userRepository, activity, transaction, clock);
+  const apiKeys = new ApiKeyService(
+    new ApiKeyRepository(kysely, db.kind),
+    userRepository,
+    activity,
+    transaction,
+    clock,
+  );
   const sessions = new SessionService(
     new SessionRepository(kysely),
     userRepository,
@@ -37,7 +45,15 @@ export function createServices({ config, db, clock, counters }: ServiceDeps) {
     config.sessionTtlSeconds,
   );
   const users = new UserService(userRepository, clock);
-  return { activity, apiKeys, sessions, users };
+  const servers = new ServerService(
+    new ServerRepository(kysely),
+    userRepository,
+    activity,
+    transaction,
+    clock,
+    config.volumesDir,
+  );
+  return { activity, apiKeys, sessions, users, servers };
 }
 
 export type Services = ReturnType<typeof createServices>;

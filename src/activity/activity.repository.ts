@@ -84,6 +84,8 @@ export class ActivityRepository {
       }),
     );
     const subjects = new Map(entry.subjects.map((s) => [`${s.type}:${s.id}`, s]));
+    // An entry about nobody (a failed login for an unknown name) is kept, in no feed.
+    if (subjects.size === 0) return id;
     await db
       .insertInto('activity_log_subjects')
       .values(
@@ -114,7 +116,7 @@ export class ActivityRepository {
           .$if(!viewer.admin, (q2) => q2.where('l.actor_id', '=', viewer.userId)),
       )
       .$if(filter.actorId === null, (q) => q.where('l.actor_id', 'is', null))
-      .$if(typeof filter.actorId === 'string', (q) => q.where('l.actor_id', '=', filter.actorId ?? '')) as FeedQuery;
+      .$if(typeof filter.actorId === 'string', (q) => q.where('l.actor_id', '=', filter.actorId ?? ''));
   }
 
   async count(filter: FeedFilter): Promise<number> {
@@ -152,6 +154,6 @@ export class ActivityRepository {
       ...row,
       id: Number(row.id),
       api_key_id: row.api_key_id === null ? null : Number(row.api_key_id),
-    })) as FeedRow[];
+    }));
   }
 }

@@ -27,16 +27,21 @@ function sqliteDialect(file: string): Dialect {
 
 function postgresDialect(url: string): Dialect {
   // bigint columns (ids, byte counts) fit in a double for every value Aerie stores.
-  const types = {
-    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-  };
+  const getTypeParser = (oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === 20 ? (value: string) => Number(value) : (pg.types.getTypeParser(oid, format) as unknown);
+  const types = { getTypeParser: getTypeParser as typeof pg.types.getTypeParser };
   return new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 10, types }) });
 }
 
 function mysqlDialect(url: string): Dialect {
   return new MysqlDialect({
-    pool: createMysqlPool({ uri: url, connectionLimit: 10, supportBigNumbers: true, bigNumberStrings: false, timezone: 'Z' }),
+    pool: createMysqlPool({
+      uri: url,
+      connectionLimit: 10,
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      timezone: 'Z',
+    }),
   });
 }
 

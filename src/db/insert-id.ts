@@ -11,7 +11,9 @@ export async function insertReturningId<T extends keyof Database>(
   query: InsertQueryBuilder<Database, T, InsertResult>,
 ): Promise<number> {
   if (kind === 'postgres') {
-    const row = (await query.returning(sql<number>`id`.as('id')).executeTakeFirstOrThrow()) as unknown as { id: number | string };
+    const row = (await query.returning(sql<number>`id`.as('id')).executeTakeFirstOrThrow()) as unknown as {
+      id: number | string;
+    };
     return Number(row.id);
   }
   const result = await query.executeTakeFirstOrThrow();

@@ -19,7 +19,7 @@ export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
   });
   const result = await migrator.migrateToLatest();
   if (result.error !== undefined) {
-    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    const reason = result.error instanceof Error ? result.error.message : JSON.stringify(result.error);
     throw new Error(`database migration failed: ${reason}`, { cause: result.error });
   }
   return result;

@@ -125,11 +125,17 @@ export function initialMigration(kind: DatabaseKind) {
       // The timestamp is copied here so that page N of a feed never touches other users' rows.
       await db.schema
         .createTable('activity_log_subjects')
-        .addColumn('activity_log_id', bigint, (c) => c.notNull().references('activity_logs.id').onDelete('cascade'))
+        .addColumn('activity_log_id', bigint, (c) =>
+          c.notNull().references('activity_logs.id').onDelete('cascade'),
+        )
         .addColumn('subject_type', 'varchar(32)', (c) => c.notNull())
         .addColumn('subject_id', 'varchar(64)', (c) => c.notNull())
         .addColumn('timestamp', time, (c) => c.notNull())
-        .addPrimaryKeyConstraint('activity_log_subjects_pk', ['activity_log_id', 'subject_type', 'subject_id'])
+        .addPrimaryKeyConstraint('activity_log_subjects_pk', [
+          'activity_log_id',
+          'subject_type',
+          'subject_id',
+        ])
         .execute();
       await db.schema
         .createIndex('activity_log_subjects_feed_index')

@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { Command, Option } from 'commander';
+import { buildApp } from './app.ts';
+import { bootstrapAdministrator } from './cli/bootstrap.ts';
+import { collect, positiveInteger, printRecord } from './cli/output.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { connect, type Db } from './db/connection.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { createLogger } from './logger.ts';
+import { createServices, type Services } from './services.ts';
+import { AppError } from './shared/errors.ts';
+import { MemoryCounterStore } from './shared/counter-store.ts';
+import { systemClock } from './shared/time.ts';
+
+/** Opens the database, brings its schema up to date, and hands the services to `work`. */
+async function withServices<T>(work: (services: Services, config: Config, db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const db = connect(config.database);
+  try {
+    await migrateToLatest(db);
+    const services = createServices({ config, db, clock: systemClock, counters: new MemoryCounterStore() });
+    return await work(services, config, db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** Work done from the command line is recorded as the system's, with no address. */
+function cliContext() {
+  return { batch: randomUUID(), ip: null, userAgent: 'aerie-cli' };
+}
+
+async function serve(options: { host?: string; port?: string; role: string }): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const db = connect(config.database);
+  await migrateToLatest(db);
+  const { http, services } = await buildApp({ config, db, logger });
+  await bootstrapAdministrator(services, (text) => process.stdout.write(`${text}\n`));
+  const port = options.port === undefined ? config.port : positiveInteger(options.port);
+  await http.listen({ host: options.host ?? config.host, port });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    await http.close();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.once('SIGINT', (signal) => void stop(signal));
+  process.once('SIGTERM', (signal) => void stop(signal));
+}
+
+function program(): Command {
+  const cli = new Command('aerie')
+    .description('A Pterodactyl-compatible client API server')
+    .showHelpAfterError();
+
+  cli
+    .command('serve')
+    .description('serve the HTTP API (migrates the database first)')
+    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api']).default('all'))
+    .option('--host <host>', 'address to listen on (HOST)')
+    .option('--port <port>', 'port to listen on (PORT)')
+    .action(serve);
+
+  cli
+    .command('migrate')
+    .description('bring the database schema up to date')
+    .action(() =>
+      withServices(async (_services, config, db) => {
+        const result = await migrateToLatest(db);
+        const applied = (result.results ?? [])
+          .filter((r) => r.status === 'Success')
+          .map((r) => r.migrationName);
+        process.stdout.write(
+          `${config.database.kind}: ${applied.length === 0 ? 'already up to date' : `applied ${applied.join(', ')}`}\n`,
+        );
+      }),
+    );
+
+  const user = cli.command('user').description('manage users');
+  user
+    .command('create')
+    .requiredOption('--username <username>')
+    .requiredOption('--email <email>')
+    .option('--password <password>', 'generated and printed when omitted')
+    .option('--first-name <name>')
+    .option('--last-name <name>')
+    .option('--admin', 'make the user an administrator', false)
+    .option('--json', 'print the record as JSON', false)
+    .action(
+      (o: {
+        username: string;
+        email: string;
+        password?: string;
+        firstName?: string;
+        lastName?: string;
+        admin: boolean;
+        json: boolean;
+      }) =>
+        withServices(async (services) => {
+          const { user: created, password } = await services.users.create(o);
+          const record = {
+            uuid: created.id,
+            username: created.username,
+            email: created.email,
+            admin: created.rootAdmin,
+          };
+          printRecord(o.json, o.password === undefined ? { ...record, password } : record, [
+            `created user ${created.username} (${created.id})`,
+            ...(o.password === undefined ? [`password: ${password}`] : []),
+          ]);
+        }),
+    );
+
+  cli
+    .command('key')
+    .description('manage API keys')
+    .command('create')
+    .requiredOption('--user <login>', 'username or email')
+    .option('--description <text>', 'what the key is for', '')
+    .option(
+      '--allowed-ip <ip>',
+      'an address or CIDR range the key may be used from (repeatable)',
+      collect,
+      [],
+    )
+    .option('--json', 'print the record as JSON', false)
+    .action((o: { user: string; description: string; allowedIp: string[]; json: boolean }) =>
+      withServices(async (services) => {
+        const owner = await services.users.findByLogin(o.user);
+        if (owner === undefined) throw new ConfigError(`no user "${o.user}"`);
+        const key = await services.apiKeys.create(
+          { ...cliContext(), actor: { user: owner, apiKeyId: null, sessionId: null } },
+          { description: o.description, allowed_ips: o.allowedIp },
+        );
+        const token = key.attributes.identifier + key.meta.secret_token;
+        printRecord(o.json, { identifier: key.attributes.identifier, token }, [
+          `created API key ${key.attributes.identifier} for ${owner.username}`,
+          `token (shown once): ${token}`,
+        ]);
+      }),
+    );
+
+  const server = cli.command('server').description('manage servers');
+  server
+    .command('create')
+    .requiredOption('--owner <login>', 'username or email of the owner')
+    .requiredOption('--name <name>')
+    .option('--description <text>')
+    .option('--disk-mb <mib>', 'disk limit in MiB (0 = none)', positiveInteger, 0)
+    .option('--json', 'print the record as JSON', false)
+    .action((o: { owner: string; name: string; description?: string; diskMb: number; json: boolean }) =>
+      withServices(async (services) => {
+        const { server: created, volume } = await services.servers.create(o);
+        printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
+          `created server ${created.name} (${created.identifier}, ${created.id})`,
+          `volume: ${volume}`,
+        ]);
+      }),
+    );
+  server
+    .command('add-subuser')
+    .requiredOption('--server <id>', 'server UUID or short identifier')
+    .requiredOption('--user <login>', 'username or email')
+    .requiredOption('--permissions <list>', 'comma-separated, e.g. backup.read,backup.restore')
+    .option('--json', 'print the record as JSON', false)
+    .action((o: { server: string; user: string; permissions: string; json: boolean }) =>
+      withServices(async (services) => {
+        const permissions = o.permissions
+          .split(',')
+          .map((p) => p.trim())
+          .filter((p) => p !== '');
+        const result = await services.servers.setSubuser(cliContext(), o.server, o.user, permissions);
+        printRecord(o.json, result, [
+          `${o.user} is now a subuser of ${o.server}: ${result.permissions.join(', ')}`,
+        ]);
+      }),
+    );
+  return cli;
+}
+
+try {
+  await program().parseAsync(process.argv);
+} catch (error) {
+  const known = error instanceof ConfigError || error instanceof AppError;
+  process.stderr.write(`aerie: ${known ? error.message : String((error as Error).stack ?? error)}\n`);
+  process.exitCode = 1;
+}

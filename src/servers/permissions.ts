@@ -1,0 +1,22 @@
+/** What a subuser may be allowed to do on a server. Owners and administrators may do all of it. */
+export const SUBUSER_PERMISSIONS = [
+  'activity.read',
+  'backup.read',
+  'backup.create',
+  'backup.delete',
+  'backup.download',
+  'backup.restore',
+  'user.read',
+  'user.create',
+  'user.update',
+  'user.delete',
+] as const;
+
+export type Permission = (typeof SUBUSER_PERMISSIONS)[number];
+
+export function isPermission(value: string): value is Permission {
+  return (SUBUSER_PERMISSIONS as readonly string[]).includes(value);
+}
+
+/** Server states in which nothing else may happen to the server's files. */
+export const BUSY_STATUSES = ['installing', 'suspended', 'restoring_backup', 'transferring'] as const;

@@ -1,0 +1,58 @@
+import type { Executor } from '../db/executor.ts';
+import type { ServerRow, SubuserRow } from './server.table.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class ServerRepository {
+  constructor(private readonly db: Executor) {}
+
+  /** By UUID or by the 8-character short identifier. */
+  findByReference(reference: string, db: Executor = this.db): Promise<ServerRow | undefined> {
+    const ref = reference.toLowerCase();
+    const column = UUID.test(ref) ? 'id' : 'identifier';
+    if (column === 'identifier' && !/^[0-9a-f]{8}$/.test(ref)) return Promise.resolve(undefined);
+    return db.selectFrom('servers').selectAll().where(column, '=', ref).executeTakeFirst();
+  }
+
+  async insert(row: ServerRow, db: Executor = this.db): Promise<void> {
+    await db.insertInto('servers').values(row).execute();
+  }
+
+  findSubuser(serverId: string, userId: string, db: Executor = this.db): Promise<SubuserRow | undefined> {
+    return db
+      .selectFrom('subusers')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+  }
+
+  async upsertSubuser(
+    serverId: string,
+    userId: string,
+    permissions: string[],
+    now: string,
+    db: Executor = this.db,
+  ) {
+    const existing = await this.findSubuser(serverId, userId, db);
+    if (existing) {
+      await db
+        .updateTable('subusers')
+        .set({ permissions: JSON.stringify(permissions), updated_at: now })
+        .where('id', '=', existing.id)
+        .execute();
+      return 'updated' as const;
+    }
+    await db
+      .insertInto('subusers')
+      .values({
+        server_id: serverId,
+        user_id: userId,
+        permissions: JSON.stringify(permissions),
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    return 'created' as const;
+  }
+}

@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { RequestContext } from '../shared/context.ts';
+import { BadRequestError, NotFoundError } from '../shared/errors.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { isPermission } from './permissions.ts';
+import type { ServerRepository } from './server.repository.ts';
+import type { ServerRow } from './server.table.ts';
+
+export interface NewServer {
+  owner: string;
+  name: string;
+  description?: string | undefined;
+  diskMb?: number | undefined;
+}
+
+export class ServerService {
+  constructor(
+    private readonly servers: ServerRepository,
+    private readonly users: UserRepository,
+    private readonly activity: ActivityService,
+    private readonly transaction: Transactor,
+    private readonly clock: Clock,
+    private readonly volumesDir: string,
+  ) {}
+
+  volumeOf(server: Pick<ServerRow, 'id'>): string {
+    return path.join(this.volumesDir, server.id);
+  }
+
+  /** Creates the server's record and its empty volume directory. */
+  async create(input: NewServer): Promise<{ server: ServerRow; volume: string }> {
+    const owner = await this.users.findByLogin(input.owner);
+    if (owner === undefined) throw new NotFoundError(`No user "${input.owner}".`);
+    const name = input.name.trim();
+    if (name === '' || name.length > 191) throw new BadRequestError('A server name is 1 to 191 characters.');
+    const diskMb = input.diskMb ?? 0;
+    if (!Number.isInteger(diskMb) || diskMb < 0)
+      throw new BadRequestError('The disk limit is a whole number of MiB (0 = none).');
+
+    let id = randomUUID();
+    while ((await this.servers.findByReference(id.slice(0, 8))) !== undefined) id = randomUUID();
+    const now = toStoredTime(this.clock());
+    const server: ServerRow = {
+      id,
+      identifier: id.slice(0, 8),
+      owner_id: owner.id,
+      name,
+      description: input.description ?? '',
+      status: null,
+      disk_mb: diskMb,
+      backup_limit: 10,
+      created_at: now,
+      updated_at: now,
+    };
+    const volume = this.volumeOf(server);
+    await fs.mkdir(volume, { recursive: true, mode: 0o750 });
+    try {
+      await this.servers.insert(server);
+    } catch (error) {
+      await fs.rm(volume, { recursive: true, force: true });
+      throw error;
+    }
+    return { server, volume };
+  }
+
+  /** Makes a user a subuser of a server with exactly these permissions (replacing earlier ones). */
+  async setSubuser(context: RequestContext, serverRef: string, login: string, permissions: string[]) {
+    const server = await this.servers.findByReference(serverRef);
+    if (server === undefined) throw new NotFoundError(`No server "${serverRef}".`);
+    const user = await this.users.findByLogin(login);
+    if (user === undefined) throw new NotFoundError(`No user "${login}".`);
+    if (user.id === server.owner_id)
+      throw new BadRequestError('The owner of a server cannot be its subuser.');
+    const unknown = permissions.filter((p) => !isPermission(p));
+    if (unknown.length > 0) throw new BadRequestError(`Unknown permissions: ${unknown.join(', ')}.`);
+    const unique = [...new Set(permissions)].sort();
+    await this.transaction(async (trx) => {
+      const outcome = await this.servers.upsertSubuser(
+        server.id,
+        user.id,
+        unique,
+        toStoredTime(this.clock()),
+        trx,
+      );
+      await this.activity.record(
+        context,
+        {
+          event: outcome === 'created' ? 'server:subuser.create' : 'server:subuser.update',
+          actor: null,
+          properties: { email: user.email, permissions: unique },
+          subjects: [
+            { type: 'server', id: server.id },
+            { type: 'user', id: user.id },
+          ],
+        },
+        trx,
+      );
+    });
+    return { server: server.id, user: user.id, permissions: unique };
+  }
+}
