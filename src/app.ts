@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/connection.ts';
 import { RouteIndex } from './http/allowed-methods.ts';
@@ -10,6 +11,7 @@ import { installErrorHandling } from './http/error-handler.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
+import { backupRoutes } from './http/routes/backups.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { createServices, type Services } from './services.ts';
@@ -38,6 +40,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     db,
     clock: deps.clock ?? systemClock,
     counters: deps.counters ?? new MemoryCounterStore(),
+    ...(deps.logger ? { logger: deps.logger as Logger } : {}),
   });
 
   const http = Fastify({
@@ -90,6 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requireAuthentication(client, services);
     activityRoutes(client, services);
     apiKeyRoutes(client, services);
+    backupRoutes(client, services);
     done();
   });
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Command, Option } from 'commander';
 import { buildApp } from './app.ts';
 import { bootstrapAdministrator } from './cli/bootstrap.ts';
-import { collect, positiveInteger, printRecord } from './cli/output.ts';
+import { collect, positiveInteger, printRecord, progressPrinter } from './cli/output.ts';
+import { defaultNodeName } from './jobs/worker.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { connect, type Db } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -18,8 +19,25 @@ async function withServices<T>(work: (services: Services, config: Config, db: Db
   const db = connect(config.database);
   try {
     await migrateToLatest(db);
-    const services = createServices({ config, db, clock: systemClock, counters: new MemoryCounterStore() });
-    return await work(services, config, db);
+    return await work(
+      createServices({ config, db, clock: systemClock, counters: new MemoryCounterStore() }),
+      config,
+      db,
+    );
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function migrate(): Promise<void> {
+  const config = loadConfig();
+  const db = connect(config.database);
+  try {
+    const result = await migrateToLatest(db);
+    const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    process.stdout.write(
+      `${config.database.kind}: ${applied.length === 0 ? 'already up to date' : `applied ${applied.join(', ')}`}\n`,
+    );
   } finally {
     await db.destroy();
   }
@@ -38,7 +56,19 @@ async function serve(options: { host?: string; port?: string; role: string }): P
   const { http, services } = await buildApp({ config, db, logger });
   await bootstrapAdministrator(services, (text) => process.stdout.write(`${text}\n`));
   const port = options.port === undefined ? config.port : positiveInteger(options.port);
-  await http.listen({ host: options.host ?? config.host, port });
+  try {
+    await http.listen({ host: options.host ?? config.host, port });
+  } catch (error) {
+    await db.destroy();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new ConfigError(
+        `port ${port} on ${options.host ?? config.host} is already in use (set PORT or --port)`,
+      );
+    }
+    throw error;
+  }
+  const worker = options.role === 'all' ? services.createWorker() : undefined;
+  worker?.start();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -46,6 +76,32 @@ async function serve(options: { host?: string; port?: string; role: string }): P
     stopping = true;
     logger.info({ signal }, 'shutting down');
     await http.close();
+    await worker?.stop();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.once('SIGINT', (signal) => void stop(signal));
+  process.once('SIGTERM', (signal) => void stop(signal));
+}
+
+async function work(options: { node?: string }): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const db = connect(config.database);
+  await migrateToLatest(db);
+  const services = createServices({
+    config,
+    db,
+    clock: systemClock,
+    counters: new MemoryCounterStore(),
+    logger,
+  });
+  const worker = services.createWorker(options.node);
+  worker.start();
+  logger.info({ owner: worker.owner }, 'worker started');
+  const stop = async (signal: string) => {
+    logger.info({ signal }, 'worker stopping after the job in hand');
+    await worker.stop();
     await db.destroy();
     process.exit(0);
   };
@@ -67,19 +123,12 @@ function program(): Command {
     .action(serve);
 
   cli
-    .command('migrate')
-    .description('bring the database schema up to date')
-    .action(() =>
-      withServices(async (_services, config, db) => {
-        const result = await migrateToLatest(db);
-        const applied = (result.results ?? [])
-          .filter((r) => r.status === 'Success')
-          .map((r) => r.migrationName);
-        process.stdout.write(
-          `${config.database.kind}: ${applied.length === 0 ? 'already up to date' : `applied ${applied.join(', ')}`}\n`,
-        );
-      }),
-    );
+    .command('worker')
+    .description('run background jobs (restores) without serving HTTP')
+    .option('--node <name>', 'a name for this worker in logs and job leases', defaultNodeName())
+    .action(work);
+
+  cli.command('migrate').description('bring the database schema up to date').action(migrate);
 
   const user = cli.command('user').description('manage users');
   user
@@ -177,6 +226,41 @@ function program(): Command {
         const result = await services.servers.setSubuser(cliContext(), o.server, o.user, permissions);
         printRecord(o.json, result, [
           `${o.user} is now a subuser of ${o.server}: ${result.permissions.join(', ')}`,
+        ]);
+      }),
+    );
+
+  const backup = cli.command('backup').description('manage backups');
+  backup
+    .command('create')
+    .description("archive a server's files as they are now (waits until done)")
+    .requiredOption('--server <id>', 'server UUID or short identifier')
+    .requiredOption('--name <name>')
+    .option('--json', 'print only the record, as JSON', false)
+    .action((o: { server: string; name: string; json: boolean }) =>
+      withServices(async (services) => {
+        const progress = progressPrinter(o.json);
+        const record = await services.backups.createNow(o.server, o.name, progress.update);
+        progress.done();
+        printRecord(o.json, { ...record }, [
+          `created backup ${record.name} (${record.uuid}), ${record.bytes} bytes`,
+        ]);
+      }),
+    );
+  backup
+    .command('import')
+    .description('store an existing .tar.gz as a backup of a server (read through first)')
+    .requiredOption('--server <id>', 'server UUID or short identifier')
+    .requiredOption('--name <name>')
+    .requiredOption('--file <path>', 'a gzip-compressed tar archive')
+    .option('--json', 'print only the record, as JSON', false)
+    .action((o: { server: string; name: string; file: string; json: boolean }) =>
+      withServices(async (services) => {
+        const progress = progressPrinter(o.json);
+        const record = await services.backups.importArchive(o.server, o.name, o.file, progress.update);
+        progress.done();
+        printRecord(o.json, { ...record }, [
+          `imported backup ${record.name} (${record.uuid}), ${record.bytes} bytes`,
         ]);
       }),
     );

@@ -10,6 +10,14 @@ import type { Db } from './db/connection.ts';
 import { transactorFor } from './db/executor.ts';
 import type { CounterStore } from './shared/counter-store.ts';
 import type { Clock } from './shared/time.ts';
+import pino, { type Logger } from 'pino';
+import { BackupRepository } from './backups/backup.repository.ts';
+import { BackupService } from './backups/backup.service.ts';
+import { RestoreJob } from './backups/restore.job.ts';
+import { JobRepository } from './jobs/job.repository.ts';
+import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
+import { ServerAccessService } from './servers/server-access.ts';
+import { LocalBackupStorage } from './storage/backup-storage.ts';
 import { ServerRepository } from './servers/server.repository.ts';
 import { ServerService } from './servers/server.service.ts';
 import { UserRepository } from './users/user.repository.ts';
@@ -20,10 +28,17 @@ export interface ServiceDeps {
   db: Db;
   clock: Clock;
   counters: CounterStore;
+  logger?: Logger;
 }
 
 /** Wires repositories into services; the HTTP app and the CLI both start here. */
-export function createServices({ config, db, clock, counters }: ServiceDeps) {
+export function createServices({
+  config,
+  db,
+  clock,
+  counters,
+  logger = pino({ level: 'silent' }),
+}: ServiceDeps) {
   const kysely = db.kysely;
   const transaction = transactorFor(kysely);
   const userRepository = new UserRepository(kysely);
@@ -45,15 +60,49 @@ export function createServices({ config, db, clock, counters }: ServiceDeps) {
     config.sessionTtlSeconds,
   );
   const users = new UserService(userRepository, clock);
+  const serverRepository = new ServerRepository(kysely);
   const servers = new ServerService(
-    new ServerRepository(kysely),
+    serverRepository,
     userRepository,
     activity,
     transaction,
     clock,
     config.volumesDir,
   );
-  return { activity, apiKeys, sessions, users, servers };
+  const jobs = new JobRepository(kysely, db.kind, transaction);
+  const storage = new LocalBackupStorage(config.backupsDir);
+  const backupRepository = new BackupRepository(kysely);
+  const backups = new BackupService(
+    backupRepository,
+    serverRepository,
+    new ServerAccessService(serverRepository),
+    jobs,
+    activity,
+    storage,
+    transaction,
+    clock,
+    (server) => servers.volumeOf(server),
+  );
+  const jobHandlers: JobHandlers = {
+    'backup.restore': new RestoreJob(
+      backupRepository,
+      serverRepository,
+      userRepository,
+      activity,
+      storage,
+      transaction,
+      clock,
+      config.volumesDir,
+      logger,
+    ),
+  };
+  const createWorker = (node = defaultNodeName()) =>
+    new Worker(jobs, jobHandlers, clock, logger, {
+      node,
+      pollMs: config.workerPollMs,
+      leaseMs: config.jobLeaseMs,
+    });
+  return { activity, apiKeys, sessions, users, servers, backups, createWorker };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -55,4 +55,25 @@ export class ServerRepository {
       .execute();
     return 'created' as const;
   }
+
+  /** Moves an idle server into `status`; false when it was not idle (someone else got there first). */
+  async claimStatus(id: string, status: string, now: string, db: Executor = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('servers')
+      .set({ status, updated_at: now })
+      .where('id', '=', id)
+      .where('status', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Returns a server in `status` to idle. */
+  async releaseStatus(id: string, status: string, now: string, db: Executor = this.db): Promise<void> {
+    await db
+      .updateTable('servers')
+      .set({ status: null, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', status)
+      .execute();
+  }
 }

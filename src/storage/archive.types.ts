@@ -35,6 +35,8 @@ export interface ExtractReport {
   /** Bytes of regular-file content written. */
   bytes: number;
   skipped: SkippedEntry[];
+  /** How many more entries were skipped beyond those listed in `skipped` (absent when none). */
+  skippedOmitted?: number;
 }
 
 export interface ExtractLimits {

@@ -51,7 +51,13 @@ let sequence = 0;
 
 export async function createUser(
   app: App,
-  overrides: { username?: string; email?: string; password?: string; admin?: boolean; firstName?: string } = {},
+  overrides: {
+    username?: string;
+    email?: string;
+    password?: string;
+    admin?: boolean;
+    firstName?: string;
+  } = {},
 ): Promise<User & { password: string }> {
   sequence += 1;
   const username = overrides.username ?? `user${sequence}-${randomUUID().slice(0, 6)}`;
@@ -80,9 +86,48 @@ export async function createApiKey(
     description: options.description ?? 'test key',
     allowed_ips: options.allowedIps ?? [],
   });
-  return { identifier: created.attributes.identifier, token: created.attributes.identifier + created.meta.secret_token };
+  return {
+    identifier: created.attributes.identifier,
+    token: created.attributes.identifier + created.meta.secret_token,
+  };
 }
 
 export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };
+}
+
+export async function createServer(
+  app: App,
+  owner: User,
+  options: { diskMb?: number; name?: string } = {},
+): Promise<{ id: string; identifier: string; volume: string }> {
+  const { server, volume } = await app.services.servers.create({
+    owner: owner.username,
+    name: options.name ?? 'test server',
+    diskMb: options.diskMb ?? 0,
+  });
+  return { id: server.id, identifier: server.identifier, volume };
+}
+
+/** Makes `user` a subuser of `server` with exactly `permissions`. */
+export async function addSubuser(app: App, serverId: string, user: User, permissions: string[]): Promise<void> {
+  await app.services.servers.setSubuser(
+    { batch: randomUUID(), ip: null, userAgent: 'test' },
+    serverId,
+    user.username,
+    permissions,
+  );
+}
+
+/** Stores a .tar.gz as a successful backup of the server. */
+export async function importBackup(app: App, serverId: string, file: string, name = 'nightly') {
+  return app.services.backups.importArchive(serverId, name, file);
+}
+
+/** Runs queued jobs on a worker of this app until none is due. */
+export async function drainJobs(app: App): Promise<number> {
+  const worker = app.services.createWorker('test');
+  let ran = 0;
+  while (await worker.runOnce()) ran += 1;
+  return ran;
 }

@@ -1,0 +1,116 @@
+import type { Logger } from 'pino';
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobContext, JobHandler } from '../jobs/worker.ts';
+import type { ServerRepository } from '../servers/server.repository.ts';
+import type { RequestContext } from '../shared/context.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { toUser } from '../users/user.ts';
+import { ArchiveError } from '../storage/archive.types.ts';
+import type { BackupStorage } from '../storage/backup-storage.ts';
+import { sha256File } from '../storage/checksum.ts';
+import { recoverRestore, restorePaths, stageRestore, swapIn } from '../storage/restore-files.ts';
+import type { BackupRepository } from './backup.repository.ts';
+
+type Payload = JobPayloads['backup.restore'];
+const MIB = 1024 * 1024;
+const RESTORING = 'restoring_backup';
+/** How many skipped entries the completion entry lists by name. */
+const SKIPPED_SHOWN = 20;
+
+/**
+ * Restores a backup onto a server's volume. The archive is checked (present, checksum) and
+ * extracted into a staging directory beside the volume; only then is the volume touched, by
+ * swapping the staging directory in. A restore picked up again after its worker died first
+ * finishes or undoes whatever that worker left (`recoverRestore`).
+ */
+export class RestoreJob implements JobHandler<Payload> {
+  constructor(
+    private readonly backups: BackupRepository,
+    private readonly servers: ServerRepository,
+    private readonly users: UserRepository,
+    private readonly activity: ActivityService,
+    private readonly storage: BackupStorage,
+    private readonly transaction: Transactor,
+    private readonly clock: Clock,
+    private readonly volumesDir: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async run(job: JobContext<Payload>): Promise<void> {
+    const { serverId, backupId, truncate } = job.payload;
+    const paths = restorePaths(this.volumesDir, serverId, job.id);
+    const recovered = await recoverRestore(paths);
+    if (recovered !== 'clean')
+      this.logger.warn({ job: job.id, recovered }, 'restore picked up after a crash');
+    const backup = await this.backups.findOfServer(serverId, backupId);
+    if (backup === undefined) throw new ArchiveError('not-found', 'the backup no longer exists');
+    const properties: Record<string, unknown> = { name: backup.name };
+    if (recovered !== 'completed') {
+      const server = await this.servers.findByReference(serverId);
+      const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
+      const report = await this.storage.withLocalFile(serverId, backupId, async (archive) => {
+        const { sha256 } = await sha256File(archive);
+        if (backup.sha256 !== null && sha256 !== backup.sha256) {
+          throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+        }
+        job.signal.throwIfAborted();
+        return stageRestore(paths, archive, { truncate, maxBytes });
+      });
+      job.signal.throwIfAborted();
+      await swapIn(paths);
+      properties.files = report.files;
+      if (report.skipped.length > 0) {
+        // Links and special files in an archive are never created; the user is told which.
+        properties.skipped = report.skipped.slice(0, SKIPPED_SHOWN).map(({ path, kind }) => ({ path, kind }));
+        properties.skipped_count = report.skipped.length;
+      }
+    }
+    await this.finish(job, 'server:backup.restore-complete', properties);
+  }
+
+  async fail(job: JobContext<Payload>, reason: string): Promise<void> {
+    // Whatever a worker left half-done is finished or undone before the server is released.
+    const recovered = await recoverRestore(restorePaths(this.volumesDir, job.payload.serverId, job.id));
+    if (recovered === 'completed') {
+      await this.finish(job, 'server:backup.restore-complete', { name: await this.nameOf(job) });
+      return;
+    }
+    await this.finish(job, 'server:backup.restore-failed', { name: await this.nameOf(job), reason });
+  }
+
+  private async nameOf(job: JobContext<Payload>): Promise<string> {
+    const backup = await this.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    return backup?.name ?? job.payload.backupId;
+  }
+
+  /** Releases the server and records the outcome in the batch of the request that asked for it. */
+  private async finish(
+    job: JobContext<Payload>,
+    event: 'server:backup.restore-complete' | 'server:backup.restore-failed',
+    properties: Record<string, unknown>,
+  ): Promise<void> {
+    const { serverId, backupId, actorId, ip } = job.payload;
+    const userRow = actorId === null ? undefined : await this.users.findById(actorId);
+    const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
+    const actor = userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null };
+    await this.transaction(async (trx) => {
+      await this.servers.releaseStatus(serverId, RESTORING, toStoredTime(this.clock()), trx);
+      await this.activity.record(
+        context,
+        {
+          event,
+          actor,
+          properties,
+          subjects: [
+            { type: 'server', id: serverId },
+            { type: 'backup', id: backupId },
+          ],
+        },
+        trx,
+      );
+    });
+  }
+}

@@ -1,0 +1,139 @@
+import type { DatabaseKind } from '../config.ts';
+import type { Executor, Transactor } from '../db/executor.ts';
+import { insertReturningId } from '../db/insert-id.ts';
+import type { JobRow } from './job.table.ts';
+
+export interface NewJob {
+  kind: string;
+  payload: unknown;
+  batch: string;
+  maxAttempts?: number;
+}
+
+export class JobRepository {
+  constructor(
+    private readonly db: Executor,
+    private readonly kind: DatabaseKind,
+    private readonly transaction: Transactor,
+  ) {}
+
+  enqueue(job: NewJob, now: string, db: Executor = this.db): Promise<number> {
+    return insertReturningId(
+      this.kind,
+      db.insertInto('jobs').values({
+        kind: job.kind,
+        payload: JSON.stringify(job.payload),
+        state: 'queued',
+        batch: job.batch,
+        attempts: 0,
+        max_attempts: job.maxAttempts ?? 3,
+        run_at: now,
+        lease_owner: null,
+        lease_expires_at: null,
+        error: null,
+        created_at: now,
+        updated_at: now,
+        finished_at: null,
+      }),
+    );
+  }
+
+  findById(id: number, db: Executor = this.db): Promise<JobRow | undefined> {
+    return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Claims the oldest job that is due, or whose worker's lease has run out, for `owner`.
+   * PostgreSQL and MariaDB skip rows other workers hold locked; on every engine the UPDATE
+   * re-checks that the job is still claimable, so two workers can never both win it.
+   */
+  async claim(owner: string, now: string, leaseUntil: string): Promise<JobRow | undefined> {
+    for (let tries = 0; tries < 5; tries++) {
+      const claimed = await this.transaction(async (trx) => {
+        const candidate = await trx
+          .selectFrom('jobs')
+          .select('id')
+          .where((eb) =>
+            eb.or([
+              eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
+              eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
+            ]),
+          )
+          .orderBy('id')
+          .limit(1)
+          .$if(this.kind !== 'sqlite', (q) => q.forUpdate().skipLocked())
+          .executeTakeFirst();
+        if (candidate === undefined) return null;
+        const result = await trx
+          .updateTable('jobs')
+          .set((eb) => ({
+            state: 'running',
+            lease_owner: owner,
+            lease_expires_at: leaseUntil,
+            attempts: eb('attempts', '+', 1),
+            updated_at: now,
+          }))
+          .where('id', '=', candidate.id)
+          .where((eb) =>
+            eb.or([
+              eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
+              eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
+            ]),
+          )
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== 1) return undefined;
+        return this.findById(candidate.id, trx);
+      });
+      if (claimed === null) return undefined;
+      if (claimed !== undefined) return { ...claimed, id: Number(claimed.id) };
+    }
+    return undefined;
+  }
+
+  /** Extends the lease; false when the job is no longer this owner's (its lease ran out and was taken). */
+  async heartbeat(id: number, owner: string, now: string, leaseUntil: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('jobs')
+      .set({ lease_expires_at: leaseUntil, updated_at: now })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('state', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async finish(
+    id: number,
+    owner: string,
+    state: 'succeeded' | 'failed',
+    error: string | null,
+    now: string,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('jobs')
+      .set({ state, error, finished_at: now, updated_at: now, lease_expires_at: null })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('state', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Puts a job back in the queue to be tried again at `runAt`. */
+  async retryLater(id: number, owner: string, error: string, runAt: string, now: string): Promise<void> {
+    await this.db
+      .updateTable('jobs')
+      .set({
+        state: 'queued',
+        error,
+        run_at: runAt,
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .execute();
+  }
+}

@@ -1,0 +1,45 @@
+import type { Actor } from '../shared/context.ts';
+import { ConflictError, ForbiddenError, NotFoundError } from '../shared/errors.ts';
+import type { Permission } from './permissions.ts';
+import type { ServerRepository } from './server.repository.ts';
+import type { ServerRow } from './server.table.ts';
+
+export interface ServerAccess {
+  server: ServerRow;
+  /** 'all' for the owner and administrators; a subuser's list otherwise. */
+  permissions: 'all' | readonly string[];
+}
+
+const CONFLICTS: Record<string, string> = {
+  installing: 'This server has not yet completed its installation process, please try again later.',
+  suspended: 'This server is currently suspended and the functionality requested is unavailable.',
+  restoring_backup: 'This server is currently restoring from a backup, please try again later.',
+  transferring: 'This server is currently being transferred to a new machine, please try again later.',
+};
+
+export function conflictFor(status: string): ConflictError {
+  return new ConflictError(CONFLICTS[status] ?? 'This server is busy, please try again later.');
+}
+
+/** Who may see and do what on a server. Someone who may not see it gets 404, never 403. */
+export class ServerAccessService {
+  constructor(private readonly servers: ServerRepository) {}
+
+  async resolve(actor: Actor, reference: string): Promise<ServerAccess> {
+    const server = await this.servers.findByReference(reference);
+    if (server === undefined) throw new NotFoundError();
+    if (actor.user.rootAdmin || server.owner_id === actor.user.id) return { server, permissions: 'all' };
+    const subuser = await this.servers.findSubuser(server.id, actor.user.id);
+    if (subuser === undefined) throw new NotFoundError();
+    return { server, permissions: JSON.parse(subuser.permissions) as string[] };
+  }
+
+  assertCan(access: ServerAccess, permission: Permission): void {
+    if (access.permissions !== 'all' && !access.permissions.includes(permission)) throw new ForbiddenError();
+  }
+
+  /** Nothing may happen to a server's files while it installs, is suspended, restores or moves. */
+  assertIdle(access: ServerAccess): void {
+    if (access.server.status !== null) throw conflictFor(access.server.status);
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * Writes a server volume into a gzip-compressed tar (a backup).
+ *
+ * Only regular files and directories are archived; symlinks, sockets, FIFOs and devices are left
+ * out and never followed. The volume belongs to the game server, which may change it while we read,
+ * so every directory and file is opened with O_NOFOLLOW and reached through the already-open parent
+ * directory (see VolumeDir): swapping a path component for a symlink mid-walk cannot make us read
+ * anything outside the volume. Memory stays flat: the walk is depth-first and streamed.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
+import { open, opendir, rename, rm, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { Header, Pax } from 'tar';
+import type { Progress } from './archive.types.ts';
+
+const DIR_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
+const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+const READ_CHUNK = 64 * 1024;
+const BLOCK = 512;
+const PROGRESS_INTERVAL_MS = 250;
+/** Where Linux exposes open descriptors as paths; absent elsewhere (we then fall back to plain paths). */
+const PROC_FD = existsSync('/proc/self/fd') ? '/proc/self/fd' : null;
+
+export interface ArchiveSummary {
+  files: number;
+  bytes: number;
+  sha256: string;
+  archiveBytes: number;
+}
+
+export async function createArchive(
+  volume: string,
+  output: string,
+  onProgress?: (p: Progress) => void,
+): Promise<ArchiveSummary> {
+  const partial = `${output}.partial`;
+  const totals = new Totals(onProgress);
+  const digest = new DigestTap();
+  const root = await VolumeDir.open(volume);
+  const blocks = tarStream(root, totals);
+  const sink = createWriteStream(partial, { mode: 0o600 });
+  try {
+    await pipeline(Readable.from(blocks, { objectMode: false }), createGzip(), digest, sink);
+    await syncFile(partial);
+    await rename(partial, output);
+  } catch (err) {
+    await blocks.return(undefined); // closes whatever directories and file the walk still holds
+    if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
+    await rm(partial, { force: true });
+    throw err;
+  } finally {
+    await root.close();
+  }
+  totals.report(true);
+  return { files: totals.files, bytes: totals.bytes, sha256: digest.hex(), archiveBytes: digest.length };
+}
+
+/**
+ * A directory of a live volume, held open by descriptor. Its children are addressed through
+ * /proc/self/fd/<fd>/<name>, so the kernel resolves exactly one unfollowed component under the
+ * directory we already opened, never a path that may have been re-pointed since.
+ */
+export class VolumeDir {
+  private constructor(
+    private readonly handle: FileHandle,
+    readonly path: string,
+  ) {}
+
+  /** Opens the volume itself (its path comes from our own configuration, so it is trusted). */
+  static async open(dirPath: string): Promise<VolumeDir> {
+    return new VolumeDir(await open(dirPath, fsc.O_RDONLY | fsc.O_DIRECTORY), dirPath);
+  }
+
+  /** A path to `name` inside this directory that goes through the open descriptor. */
+  child(name: string): string {
+    return PROC_FD === null ? path.join(this.path, name) : `${PROC_FD}/${this.handle.fd}/${name}`;
+  }
+
+  /** Opens a child directory; null if it vanished or is no longer a real directory. */
+  async subdirectory(name: string): Promise<VolumeDir | null> {
+    try {
+      return new VolumeDir(await open(this.child(name), DIR_FLAGS), path.join(this.path, name));
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw err;
+    }
+  }
+
+  /** The directory's entries, streamed (never the whole listing in memory). */
+  async *entries(): AsyncGenerator<Dirent> {
+    const dir = await opendir(PROC_FD === null ? this.path : `${PROC_FD}/${this.handle.fd}`);
+    for await (const entry of dir) yield entry;
+  }
+
+  stat(): Promise<Stats> {
+    return this.handle.stat();
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+/** True for the errors that mean "that entry changed under us": skip it. */
+export function isGone(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENXIO';
+}
+
+class Totals {
+  files = 0;
+  bytes = 0;
+  private last = Date.now();
+
+  constructor(private readonly onProgress?: (p: Progress) => void) {}
+
+  report(final = false): void {
+    const now = Date.now();
+    if (!final && now - this.last < PROGRESS_INTERVAL_MS) return;
+    this.last = now;
+    this.onProgress?.({ files: this.files, bytes: this.bytes });
+  }
+}
+
+/** Passes the compressed bytes through, hashing and counting them. */
+class DigestTap extends Transform {
+  length = 0;
+  private readonly hash = createHash('sha256');
+
+  override _transform(
+    chunk: Buffer,
+    _encoding: BufferEncoding,
+    done: (err?: Error | null, data?: Buffer) => void,
+  ): void {
+    this.hash.update(chunk);
+    this.length += chunk.length;
+    done(null, chunk);
+  }
+
+  hex(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+async function* tarStream(root: VolumeDir, totals: Totals): AsyncGenerator<Buffer> {
+  yield* directoryBlocks(root, '', totals);
+  yield Buffer.alloc(2 * BLOCK); // end-of-archive marker
+}
+
+async function* directoryBlocks(dir: VolumeDir, prefix: string, totals: Totals): AsyncGenerator<Buffer> {
+  for await (const entry of dir.entries()) {
+    const rel = prefix + entry.name;
+    if (entry.isDirectory()) {
+      yield* subdirectoryBlocks(dir, entry.name, rel, totals);
+    } else if (entry.isFile() || isUnknownType(entry)) {
+      yield* fileBlocks(dir, entry.name, rel, totals);
+    }
+    // Symlinks, sockets, FIFOs and devices are left out.
+  }
+}
+
+async function* subdirectoryBlocks(
+  parent: VolumeDir,
+  name: string,
+  rel: string,
+  totals: Totals,
+): AsyncGenerator<Buffer> {
+  const dir = await parent.subdirectory(name);
+  if (dir === null) return;
+  try {
+    yield headerBlocks(`${rel}/`, 'Directory', await dir.stat(), 0);
+    yield* directoryBlocks(dir, `${rel}/`, totals);
+  } finally {
+    await dir.close();
+  }
+}
+
+async function* fileBlocks(
+  parent: VolumeDir,
+  name: string,
+  rel: string,
+  totals: Totals,
+): AsyncGenerator<Buffer> {
+  const handle = await openFile(parent.child(name));
+  if (handle === null) return;
+  try {
+    const stats = await handle.stat();
+    if (stats.isDirectory()) {
+      yield* subdirectoryBlocks(parent, name, rel, totals); // the listing did not give the type
+      return;
+    }
+    if (!stats.isFile()) return;
+    yield headerBlocks(rel, 'File', stats, stats.size);
+    yield* contentBlocks(handle, stats.size, totals);
+    totals.files += 1;
+    totals.report();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Exactly `size` bytes of content plus padding to a whole block. A file that shrinks while we
+ * read it is padded with zeros and one that grows is cut at `size`, so the archive stays valid.
+ */
+async function* contentBlocks(handle: FileHandle, size: number, totals: Totals): AsyncGenerator<Buffer> {
+  let position = 0;
+  while (position < size) {
+    const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK, size - position));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    const chunk = bytesRead === 0 ? buffer.fill(0) : buffer.subarray(0, bytesRead);
+    position += chunk.length;
+    totals.bytes += chunk.length;
+    totals.report();
+    yield chunk;
+  }
+  const padding = (BLOCK - (size % BLOCK)) % BLOCK;
+  if (padding > 0) yield Buffer.alloc(padding);
+}
+
+async function openFile(target: string): Promise<FileHandle | null> {
+  try {
+    return await open(target, FILE_FLAGS);
+  } catch (err) {
+    if (isGone(err)) return null;
+    throw err;
+  }
+}
+
+/** The header block for an entry, preceded by a pax header when a field does not fit ustar. */
+function headerBlocks(tarPath: string, type: 'File' | 'Directory', stats: Stats, size: number): Buffer {
+  const fields = { path: tarPath, type, mode: stats.mode & 0o7777, size, mtime: stats.mtime };
+  const header = new Header(fields);
+  const needsPax = header.encode();
+  if (!header.block) throw new Error(`could not encode the tar header of ${tarPath}`);
+  return needsPax ? Buffer.concat([new Pax(fields).encode(), header.block]) : header.block;
+}
+
+function isUnknownType(entry: Dirent): boolean {
+  return !(
+    entry.isFile() ||
+    entry.isDirectory() ||
+    entry.isSymbolicLink() ||
+    entry.isFIFO() ||
+    entry.isSocket() ||
+    entry.isCharacterDevice() ||
+    entry.isBlockDevice()
+  );
+}
+
+async function syncFile(file: string): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

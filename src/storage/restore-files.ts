@@ -1,0 +1,286 @@
+/**
+ * The filesystem half of a restore job, built to survive the worker dying at any point.
+ *
+ * A restore is staged next to the live volume (same parent directory, so same filesystem), then
+ * swapped in with two renames. recoverRestore() looks at which of the three directories exist and
+ * finishes or undoes whatever a dead worker left behind. Nothing here follows a symlink that lives
+ * inside a volume: the live tree is read through VolumeDir, and fs.rm removes links, not targets.
+ */
+import { constants as fsc, type Stats } from 'node:fs';
+import {
+  chmod,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  utimes,
+} from 'node:fs/promises';
+import path from 'node:path';
+import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
+import { isGone, VolumeDir } from './create-archive.ts';
+import { ENTRY_COST, extractArchive } from './extract.ts';
+
+export interface RestorePaths {
+  volume: string;
+  staging: string;
+  retired: string;
+}
+
+export interface StageOptions {
+  /** true: the volume becomes exactly the backup. false: files only in the live volume are kept. */
+  truncate: boolean;
+  maxBytes: number | null;
+}
+
+export type RecoveryOutcome = 'clean' | 'rolled-back' | 'completed';
+
+export function restorePaths(volumesDir: string, serverUuid: string, jobId: number): RestorePaths {
+  if (serverUuid === '' || serverUuid === '.' || serverUuid === '..' || /[/\0]/.test(serverUuid)) {
+    throw new Error(`invalid server uuid ${JSON.stringify(serverUuid)}`);
+  }
+  if (!Number.isSafeInteger(jobId)) throw new Error(`invalid job id ${jobId}`);
+  const prefix = path.join(volumesDir, `.restore-${serverUuid}-${jobId}`);
+  return {
+    volume: path.join(volumesDir, serverUuid),
+    staging: `${prefix}.staging`,
+    retired: `${prefix}.old`,
+  };
+}
+
+/**
+ * Builds the restored tree in `paths.staging`: the backup, plus (unless truncating) whatever only
+ * the live volume has. The live volume is only read. On failure the staging directory is removed.
+ */
+export async function stageRestore(
+  paths: RestorePaths,
+  archivePath: string,
+  options: StageOptions,
+  onProgress?: (p: Progress) => void,
+): Promise<ExtractReport> {
+  const volumeStats = await stat(paths.volume);
+  await removeTree(paths.staging);
+  await mkdir(paths.staging, { mode: 0o700 });
+  try {
+    const report = await extractArchive(
+      archivePath,
+      paths.staging,
+      { maxBytes: options.maxBytes },
+      onProgress,
+    );
+    if (!options.truncate) {
+      const used = report.bytes + ENTRY_COST * (report.files + report.directories);
+      await mergeLiveVolume(paths.volume, paths.staging, new MergeBudget(used, options.maxBytes));
+    }
+    await chmod(paths.staging, volumeStats.mode & 0o7777);
+    return report;
+  } catch (err) {
+    await removeTree(paths.staging);
+    throw err;
+  }
+}
+
+/** Replaces the live volume with the staged one: two atomic renames, then the old tree is deleted. */
+export async function swapIn(paths: RestorePaths): Promise<void> {
+  await rename(paths.volume, paths.retired);
+  await rename(paths.staging, paths.volume);
+  await syncDirectory(path.dirname(paths.volume));
+  await removeTree(paths.retired);
+}
+
+/** Finishes or undoes a restore whose worker died. Safe to call any number of times. */
+export async function recoverRestore(paths: RestorePaths): Promise<RecoveryOutcome> {
+  const [volume, staging, retired] = await Promise.all([
+    exists(paths.volume),
+    exists(paths.staging),
+    exists(paths.retired),
+  ]);
+  if (!volume && retired) {
+    // Died between the two renames of swapIn (or, with no staging left, somewhere odd): put a
+    // volume back in place first, then clean up.
+    await rename(staging ? paths.staging : paths.retired, paths.volume);
+    await syncDirectory(path.dirname(paths.volume));
+    if (!staging) return 'rolled-back';
+    await removeTree(paths.retired);
+    return 'completed';
+  }
+  if (retired) {
+    // The swap finished; only the deletion of the old tree was cut short.
+    await removeTree(paths.staging);
+    await removeTree(paths.retired);
+    return 'completed';
+  }
+  if (staging) {
+    await removeTree(paths.staging);
+    return 'rolled-back';
+  }
+  return 'clean';
+}
+
+class MergeBudget {
+  constructor(
+    private used: number,
+    private readonly limit: number | null,
+  ) {}
+
+  charge(bytes: number, rel: string): void {
+    this.used += bytes;
+    if (this.limit !== null && this.used > this.limit) {
+      throw new ArchiveError(
+        'disk-limit',
+        `the backup plus the kept files would exceed the disk limit of ${this.limit} bytes`,
+        rel,
+      );
+    }
+  }
+}
+
+async function mergeLiveVolume(volume: string, staging: string, budget: MergeBudget): Promise<void> {
+  const live = await VolumeDir.open(volume);
+  try {
+    await mergeDirectory(live, staging, '', budget);
+  } finally {
+    await live.close();
+  }
+}
+
+/** Adds to `target` every entry of `live` that the backup does not have. */
+async function mergeDirectory(
+  live: VolumeDir,
+  target: string,
+  prefix: string,
+  budget: MergeBudget,
+): Promise<void> {
+  for await (const entry of live.entries()) {
+    await mergeEntry(live, entry.name, path.join(target, entry.name), prefix + entry.name, budget);
+  }
+}
+
+async function mergeEntry(
+  live: VolumeDir,
+  name: string,
+  target: string,
+  rel: string,
+  budget: MergeBudget,
+): Promise<void> {
+  const source = live.child(name);
+  const stats = await lstatOrNull(source);
+  if (stats === null) return; // removed while we walked
+  const staged = await lstatOrNull(target);
+  if (staged !== null) {
+    // The backup has this path, so the backup's version wins, whatever either kind is. Only two
+    // real directories are merged further down.
+    if (staged.isDirectory() && stats.isDirectory())
+      await mergeIntoStaged(live, name, target, rel, staged, budget);
+    return;
+  }
+  if (stats.isDirectory()) {
+    await copyDirectory(live, name, target, rel, budget);
+  } else if (stats.isFile()) {
+    budget.charge(stats.size + ENTRY_COST, rel);
+    await ignoreGone(link(source, target)); // same filesystem: shares the inode, copies nothing
+  } else if (stats.isSymbolicLink()) {
+    budget.charge(ENTRY_COST, rel);
+    const linkText = await ignoreGone(readlink(source));
+    if (linkText !== null) await symlink(linkText, target); // the user's link, recreated as is, never followed
+  }
+  // Sockets, FIFOs and devices are not carried over.
+}
+
+async function mergeIntoStaged(
+  live: VolumeDir,
+  name: string,
+  target: string,
+  rel: string,
+  staged: Stats,
+  budget: MergeBudget,
+): Promise<void> {
+  const dir = await live.subdirectory(name);
+  if (dir === null) return;
+  try {
+    await mergeDirectory(dir, target, `${rel}/`, budget);
+  } finally {
+    await dir.close();
+  }
+  await utimes(target, staged.atime, staged.mtime); // adding entries changed the backup's mtime
+}
+
+async function copyDirectory(
+  live: VolumeDir,
+  name: string,
+  target: string,
+  rel: string,
+  budget: MergeBudget,
+): Promise<void> {
+  const dir = await live.subdirectory(name);
+  if (dir === null) return;
+  try {
+    budget.charge(ENTRY_COST, rel);
+    await mkdir(target, { mode: 0o700 });
+    await mergeDirectory(dir, target, `${rel}/`, budget);
+    const stats = await dir.stat();
+    await chmod(target, stats.mode & 0o7777);
+    await utimes(target, stats.atime, stats.mtime);
+  } finally {
+    await dir.close();
+  }
+}
+
+/**
+ * rm -rf. fs.rm unlinks symlinks rather than following them. When not running as root, a
+ * read-only directory blocks the removal of its entries, so those are made writable and the
+ * removal retried (directories only: a file may be hard-linked into the live volume).
+ */
+async function removeTree(target: string): Promise<void> {
+  try {
+    await rm(target, { recursive: true, force: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw err;
+    await makeDirectoriesWritable(target);
+    await rm(target, { recursive: true, force: true });
+  }
+}
+
+async function makeDirectoriesWritable(dir: string): Promise<void> {
+  const handle = await ignoreGone(open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW));
+  if (handle === null) return; // not a directory (or a symlink): nothing to do
+  try {
+    await handle.chmod(((await handle.stat()).mode & 0o7777) | 0o700);
+  } finally {
+    await handle.close();
+  }
+  for (const name of await readdir(dir)) await makeDirectoriesWritable(path.join(dir, name));
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function exists(target: string): Promise<boolean> {
+  return (await lstatOrNull(target)) !== null;
+}
+
+async function lstatOrNull(target: string): Promise<Stats | null> {
+  return ignoreGone(lstat(target));
+}
+
+/** The operation's result, or null when it failed because the entry vanished or changed kind. */
+async function ignoreGone<T>(operation: Promise<T>): Promise<T | null> {
+  try {
+    return await operation;
+  } catch (err) {
+    if (isGone(err)) return null;
+    throw err;
+  }
+}
