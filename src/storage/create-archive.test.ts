@@ -6,7 +6,8 @@ import path from 'node:path';
 import { list, type ReadEntry } from 'tar';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Progress } from './archive.types.ts';
-import { createArchive, VolumeDir } from './create-archive.ts';
+import { createArchive } from './create-archive.ts';
+import { VolumeDir } from './volume-dir.ts';
 import { extractArchive } from './extract.ts';
 
 const roots: string[] = [];

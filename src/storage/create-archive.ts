@@ -8,22 +8,19 @@
  * anything outside the volume. Memory stays flat: the walk is depth-first and streamed.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
-import { open, opendir, rename, rm, type FileHandle } from 'node:fs/promises';
-import path from 'node:path';
+import { createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { Header, Pax } from 'tar';
 import type { Progress } from './archive.types.ts';
+import { isGone, VolumeDir } from './volume-dir.ts';
 
-const DIR_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 const READ_CHUNK = 64 * 1024;
 const BLOCK = 512;
 const PROGRESS_INTERVAL_MS = 250;
-/** Where Linux exposes open descriptors as paths; absent elsewhere (we then fall back to plain paths). */
-const PROC_FD = existsSync('/proc/self/fd') ? '/proc/self/fd' : null;
 
 export interface ArchiveSummary {
   files: number;
@@ -57,58 +54,6 @@ export async function createArchive(
   }
   totals.report(true);
   return { files: totals.files, bytes: totals.bytes, sha256: digest.hex(), archiveBytes: digest.length };
-}
-
-/**
- * A directory of a live volume, held open by descriptor. Its children are addressed through
- * /proc/self/fd/<fd>/<name>, so the kernel resolves exactly one unfollowed component under the
- * directory we already opened, never a path that may have been re-pointed since.
- */
-export class VolumeDir {
-  private constructor(
-    private readonly handle: FileHandle,
-    readonly path: string,
-  ) {}
-
-  /** Opens the volume itself (its path comes from our own configuration, so it is trusted). */
-  static async open(dirPath: string): Promise<VolumeDir> {
-    return new VolumeDir(await open(dirPath, fsc.O_RDONLY | fsc.O_DIRECTORY), dirPath);
-  }
-
-  /** A path to `name` inside this directory that goes through the open descriptor. */
-  child(name: string): string {
-    return PROC_FD === null ? path.join(this.path, name) : `${PROC_FD}/${this.handle.fd}/${name}`;
-  }
-
-  /** Opens a child directory; null if it vanished or is no longer a real directory. */
-  async subdirectory(name: string): Promise<VolumeDir | null> {
-    try {
-      return new VolumeDir(await open(this.child(name), DIR_FLAGS), path.join(this.path, name));
-    } catch (err) {
-      if (isGone(err)) return null;
-      throw err;
-    }
-  }
-
-  /** The directory's entries, streamed (never the whole listing in memory). */
-  async *entries(): AsyncGenerator<Dirent> {
-    const dir = await opendir(PROC_FD === null ? this.path : `${PROC_FD}/${this.handle.fd}`);
-    for await (const entry of dir) yield entry;
-  }
-
-  stat(): Promise<Stats> {
-    return this.handle.stat();
-  }
-
-  close(): Promise<void> {
-    return this.handle.close();
-  }
-}
-
-/** True for the errors that mean "that entry changed under us": skip it. */
-export function isGone(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENXIO';
 }
 
 class Totals {

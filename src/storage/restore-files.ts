@@ -23,7 +23,7 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
-import { isGone, VolumeDir } from './create-archive.ts';
+import { isGone, VolumeDir } from './volume-dir.ts';
 import { ENTRY_COST, extractArchive } from './extract.ts';
 
 export interface RestorePaths {
