@@ -1,0 +1,55 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('defaults to the embedded setup under ./data', () => {
+    const config = loadConfig({}, '/srv/aerie');
+    expect(config.database).toEqual({
+      kind: 'sqlite',
+      url: 'sqlite:/srv/aerie/data/aerie.db',
+      sqlitePath: '/srv/aerie/data/aerie.db',
+    });
+    expect(config.volumesDir).toBe('/srv/aerie/data/volumes');
+    expect(config.backupsDir).toBe('/srv/aerie/data/backups');
+    expect([config.host, config.port]).toEqual(['127.0.0.1', 8080]);
+    expect(config.trustProxy).toBe(false);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads each kind of DATABASE_URL', () => {
+    expect(loadConfig({ DATABASE_URL: 'sqlite:./x.db' }, '/a').database.sqlitePath).toBe(
+      path.resolve('/a', 'x.db'),
+    );
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).database.kind).toBe('postgres');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u@h/db' }).database.kind).toBe('postgres');
+    expect(loadConfig({ DATABASE_URL: 'mariadb://u@h/db' }).database).toMatchObject({
+      kind: 'mysql',
+      url: 'mysql://u@h/db',
+    });
+  });
+
+  it('reads TRUST_PROXY as a flag, a hop count or a list', () => {
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+    ]);
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'oracle://x'],
+    ['DATABASE_URL', 'sqlite:'],
+    ['LOG_LEVEL', 'loud'],
+    ['AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', '-1'],
+    ['AERIE_JOB_LEASE_SECONDS', '0'],
+  ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(
+      name === 'DATABASE_URL' ? /DATABASE_URL/ : new RegExp(name),
+    );
+  });
+});
