@@ -9,7 +9,8 @@ interface EventDefinition {
   uses: readonly string[];
 }
 
-const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '');
+const text = (value: unknown): string =>
+  typeof value === 'string' || typeof value === 'number' ? String(value) : '';
 
 const EVENTS = {
   'auth:login': { describe: () => 'Logged in', uses: [] },
@@ -32,13 +33,19 @@ const EVENTS = {
     describe: (p) => `Restored backup ${text(p.name)}${p.truncate === true ? ' (files deleted first)' : ''}`,
     uses: ['name', 'truncate'],
   },
-  'server:backup.restore-complete': { describe: (p) => `Finished restoring backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.restore-complete': {
+    describe: (p) => `Finished restoring backup ${text(p.name)}`,
+    uses: ['name'],
+  },
   'server:backup.restore-failed': {
     describe: (p) => `Failed to restore backup ${text(p.name)}: ${text(p.reason)}`,
     uses: ['name', 'reason'],
   },
   'server:subuser.create': { describe: (p) => `Added ${text(p.email)} as a subuser`, uses: ['email'] },
-  'server:subuser.update': { describe: (p) => `Changed the permissions of subuser ${text(p.email)}`, uses: ['email'] },
+  'server:subuser.update': {
+    describe: (p) => `Changed the permissions of subuser ${text(p.email)}`,
+    uses: ['email'],
+  },
   'server:subuser.delete': { describe: (p) => `Removed ${text(p.email)} as a subuser`, uses: ['email'] },
 } satisfies Record<string, EventDefinition>;
 

@@ -6,8 +6,12 @@ const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 /** The query of every activity feed. Unknown `filter[…]` keys are refused, other keys ignored. */
 export const ActivityQuerySchema = Type.Object(
   {
-    'filter[event]': Type.Optional(Type.String({ maxLength: 191, description: 'Part of the event name, any case.' })),
-    'filter[ip]': Type.Optional(Type.String({ maxLength: 45, description: 'Part of the IP address, any case.' })),
+    'filter[event]': Type.Optional(
+      Type.String({ maxLength: 191, description: 'Part of the event name, any case.' }),
+    ),
+    'filter[ip]': Type.Optional(
+      Type.String({ maxLength: 45, description: 'Part of the IP address, any case.' }),
+    ),
     'filter[actor_id]': Type.Optional(
       Type.String({
         pattern: `^(system|${UUID})$`,

@@ -43,13 +43,19 @@ export class ActivityService {
   }
 
   /** The feed of every entry about `subject`, as `viewer` may see it. */
-  async list(viewer: Actor, subject: Subject, query: ActivityQuery, pageUrl?: PageUrl): Promise<ActivityList> {
+  async list(
+    viewer: Actor,
+    subject: Subject,
+    query: ActivityQuery,
+    pageUrl?: PageUrl,
+  ): Promise<ActivityList> {
     const actorFilter = query['filter[actor_id]'];
     const filter: FeedFilter = {
       subject,
       event: nonEmpty(query['filter[event]']),
       ip: nonEmpty(query['filter[ip]']),
-      actorId: actorFilter === undefined ? undefined : actorFilter === 'system' ? null : actorFilter.toLowerCase(),
+      actorId:
+        actorFilter === undefined ? undefined : actorFilter === 'system' ? null : actorFilter.toLowerCase(),
       viewer: { userId: viewer.user.id, admin: viewer.user.rootAdmin },
     };
     const total = await this.activity.count(filter);

@@ -12,12 +12,17 @@ export const ApiKeyResourceSchema = Type.Object({
 });
 export type ApiKeyResource = Static<typeof ApiKeyResourceSchema>;
 
-export const ApiKeyListSchema = Type.Object({ object: Type.Literal('list'), data: Type.Array(ApiKeyResourceSchema) });
+export const ApiKeyListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(ApiKeyResourceSchema),
+});
 export type ApiKeyList = Static<typeof ApiKeyListSchema>;
 
 export const CreatedApiKeySchema = Type.Object({
   ...ApiKeyResourceSchema.properties,
-  meta: Type.Object({ secret_token: Type.String({ description: 'The 32-character secret, shown only now.' }) }),
+  meta: Type.Object({
+    secret_token: Type.String({ description: 'The 32-character secret, shown only now.' }),
+  }),
 });
 export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 

@@ -114,7 +114,10 @@ export class ApiKeyService {
    */
   async authenticate(token: string, context: RequestContext): Promise<Actor> {
     if (!TOKEN.test(token)) throw new NotAuthenticatedError();
-    const row = await this.keys.findByIdentifier(token.slice(0, 16));
+    const identifier = token.slice(0, 16);
+    // Compared exactly here too: MariaDB's default collation matches identifiers in any case.
+    const found = await this.keys.findByIdentifier(identifier);
+    const row = found?.identifier === identifier ? found : undefined;
     const given = Buffer.from(sha256Hex(token.slice(16)), 'hex');
     const expected = row === undefined ? NO_KEY_HASH : Buffer.from(row.token_hash, 'hex');
     if (!timingSafeEqual(given, expected) || row === undefined) throw new NotAuthenticatedError();

@@ -9,7 +9,12 @@ export class SessionRepository {
   }
 
   findLive(id: string, now: string): Promise<SessionRow | undefined> {
-    return this.db.selectFrom('sessions').selectAll().where('id', '=', id).where('expires_at', '>', now).executeTakeFirst();
+    return this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('id', '=', id)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
   }
 
   async delete(id: string, db: Executor = this.db): Promise<void> {

@@ -17,6 +17,8 @@ export interface LoginResult {
   /** The session token for the cookie; only its SHA-256 is stored. */
   token: string;
   expiresAt: Date;
+  /** The cookie's lifetime: the session's, counted on the service's clock. */
+  maxAgeSeconds: number;
 }
 
 export class SessionService {
@@ -32,12 +34,13 @@ export class SessionService {
 
   async login(context: RequestContext, body: LoginBody): Promise<LoginResult> {
     const ip = context.ip ?? 'unknown';
-    await this.throttle.assertAllowed(ip, body.user);
     const row = await this.users.findByLogin(body.user);
+    // An account is throttled as one, whether addressed by its username or its email.
+    const account = row === undefined ? `login:${body.user}` : `user:${row.id}`;
+    await this.throttle.begin(ip, account);
     // The hash is checked even when no user matches, so the answer takes as long either way.
     const valid = await verifyPassword(body.password, row?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (row === undefined || !valid) {
-      await this.throttle.recordFailure(ip, body.user);
       await this.activity.record(context, {
         event: 'auth:fail',
         actor: null,
@@ -46,7 +49,7 @@ export class SessionService {
       });
       throw new DisplayError('No account matching those credentials could be found.');
     }
-    await this.throttle.recordSuccess(body.user);
+    await this.throttle.succeeded(ip, account);
 
     const user = toUser(row);
     const token = randomAlphanumeric(48);
@@ -67,13 +70,18 @@ export class SessionService {
       );
       await this.activity.record(
         context,
-        { event: 'auth:login', actor: { user, apiKeyId: null, sessionId }, subjects: [{ type: 'user', id: user.id }] },
+        {
+          event: 'auth:login',
+          actor: { user, apiKeyId: null, sessionId },
+          subjects: [{ type: 'user', id: user.id }],
+        },
         trx,
       );
     });
     return {
       token,
       expiresAt,
+      maxAgeSeconds: this.ttlSeconds,
       response: {
         data: {
           complete: true,

@@ -35,7 +35,10 @@ function assertSameOrigin(request: FastifyRequest): void {
  * in any case), else the session cookie. Runs before the body is read or validated, so an
  * anonymous request gets 401 whatever it carries.
  */
-export function requireAuthentication(app: FastifyInstance, services: Pick<Services, 'apiKeys' | 'sessions'>): void {
+export function requireAuthentication(
+  app: FastifyInstance,
+  services: Pick<Services, 'apiKeys' | 'sessions'>,
+): void {
   app.addHook('onRequest', async (request) => {
     const authorization = request.headers.authorization;
     if (authorization !== undefined) {

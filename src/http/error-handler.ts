@@ -12,7 +12,10 @@ const FRAMEWORK_ERRORS: Record<number, [code: string, detail: string]> = {
   406: ['NotAcceptableHttpException', 'The requested representation is not available.'],
   413: ['PayloadTooLargeHttpException', 'The request body is too large.'],
   414: ['UriTooLongHttpException', 'The request URI is too long.'],
-  415: ['UnsupportedMediaTypeHttpException', 'The request body must be JSON (Content-Type: application/json).'],
+  415: [
+    'UnsupportedMediaTypeHttpException',
+    'The request body must be JSON (Content-Type: application/json).',
+  ],
   431: ['RequestHeaderFieldsTooLargeHttpException', 'The request headers are too large.'],
 };
 
@@ -25,7 +28,8 @@ const INVALID_JSON_CODES = new Set(['FST_ERR_CTP_INVALID_JSON', 'FST_ERR_CTP_INV
 export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation) {
-      return reply.code(422).send(validationEnvelope(toFieldErrors(error.validation as never)));
+      const part = (error as { validationContext?: string }).validationContext ?? 'body';
+      return reply.code(422).send(validationEnvelope(toFieldErrors(error.validation as never, part)));
     }
     if (error instanceof AppError) {
       const body =
@@ -41,7 +45,9 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
       return reply.code(status).send(errorEnvelope(status, known[0], detail));
     }
     if (status < 500) {
-      return reply.code(status).send(errorEnvelope(status, 'HttpException', 'The request could not be processed.'));
+      return reply
+        .code(status)
+        .send(errorEnvelope(status, 'HttpException', 'The request could not be processed.'));
     }
     request.log.error({ err: error, requestId: request.id }, 'unexpected error while handling a request');
     return reply
@@ -63,7 +69,11 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
         .code(405)
         .header('allow', allowed.join(', '))
         .send(
-          errorEnvelope(405, 'MethodNotAllowedHttpException', `The ${request.method} method is not supported for this route.`),
+          errorEnvelope(
+            405,
+            'MethodNotAllowedHttpException',
+            `The ${request.method} method is not supported for this route.`,
+          ),
         );
     }
     return reply.code(404).send(errorEnvelope(404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]));

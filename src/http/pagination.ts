@@ -17,7 +17,13 @@ export type PageUrl = (page: number) => string;
  * `total_pages` is at least 1, as the reference panel counts it; a page past the end has no
  * items but the true totals, and links back to the last page.
  */
-export function paginate(total: number, count: number, perPage: number, page: number, pageUrl?: PageUrl): Pagination {
+export function paginate(
+  total: number,
+  count: number,
+  perPage: number,
+  page: number,
+  pageUrl?: PageUrl,
+): Pagination {
   const totalPages = Math.max(1, Math.ceil(total / perPage));
   const links: Pagination['links'] = {};
   if (pageUrl !== undefined) {

@@ -62,7 +62,10 @@ function describe(error: ErrorObject, field: string): { rule: string; message: s
       case 'anyOf':
         return ['in', `The selected ${field} is invalid.`];
       case 'format':
-        return [String((error.params as { format?: unknown }).format), `The ${field} field must be a valid value.`];
+        return [
+          String((error.params as { format?: unknown }).format),
+          `The ${field} field must be a valid value.`,
+        ];
       case 'false schema':
         return ['allowed', `The ${field} parameter is not allowed.`];
       default:
@@ -76,13 +79,16 @@ function article(word: string): string {
   return /^[aeiou]/.test(word) ? 'an' : 'a';
 }
 
-/** Turns Ajv's errors into one FieldError per failing field (the first failure of each). */
-export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
+/**
+ * Turns Ajv's errors into one FieldError per failing field (the first failure of each). A failure
+ * of the whole value (a JSON body that is an array, say) is named after the part: `body`.
+ */
+export function toFieldErrors(errors: ErrorObject[], part = 'body'): FieldError[] {
   const byField = new Map<string, FieldError>();
   for (const error of errors) {
     // anyOf reports each branch's failure and then itself; the anyOf error alone says it best.
     if (error.schemaPath.includes('/anyOf/')) continue;
-    const field = fieldOf(error);
+    const field = fieldOf(error) || part;
     if (!byField.has(field)) byField.set(field, { field, ...describe(error, field) });
   }
   return [...byField.values()];

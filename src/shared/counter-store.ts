@@ -11,6 +11,8 @@ export interface WindowCount {
 export interface CounterStore {
   increment(key: string, windowMs: number): Promise<WindowCount>;
   peek(key: string): Promise<WindowCount>;
+  /** Takes back one count of the current window (never below zero; nothing if it has ended). */
+  decrement(key: string): Promise<void>;
   reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -38,6 +40,12 @@ export class MemoryCounterStore implements CounterStore {
     const window = this.windows.get(key);
     if (window === undefined || window.endsAt <= now) return Promise.resolve({ count: 0, resetInMs: 0 });
     return Promise.resolve({ count: window.count, resetInMs: window.endsAt - now });
+  }
+
+  decrement(key: string): Promise<void> {
+    const window = this.windows.get(key);
+    if (window !== undefined && window.endsAt > this.now() && window.count > 0) window.count -= 1;
+    return Promise.resolve();
   }
 
   reset(key: string): Promise<void> {

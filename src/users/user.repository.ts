@@ -15,7 +15,9 @@ export class UserRepository {
     return db
       .selectFrom('users')
       .selectAll()
-      .where((eb) => eb.or([eb(eb.fn('lower', ['username']), '=', needle), eb(eb.fn('lower', ['email']), '=', needle)]))
+      .where((eb) =>
+        eb.or([eb(eb.fn('lower', ['username']), '=', needle), eb(eb.fn('lower', ['email']), '=', needle)]),
+      )
       .orderBy('created_at')
       .executeTakeFirst();
   }
@@ -25,7 +27,10 @@ export class UserRepository {
   }
 
   async count(db: Executor = this.db): Promise<number> {
-    const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
@@ -35,6 +40,10 @@ export class UserRepository {
    * check-then-insert sequences such as the API key limit safe under concurrency.
    */
   async lock(id: string, db: Executor): Promise<void> {
-    await db.updateTable('users').set({ updated_at: sql`updated_at` }).where('id', '=', id).execute();
+    await db
+      .updateTable('users')
+      .set({ updated_at: sql`updated_at` })
+      .where('id', '=', id)
+      .execute();
   }
 }

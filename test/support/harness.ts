@@ -110,7 +110,12 @@ export async function createServer(
 }
 
 /** Makes `user` a subuser of `server` with exactly `permissions`. */
-export async function addSubuser(app: App, serverId: string, user: User, permissions: string[]): Promise<void> {
+export async function addSubuser(
+  app: App,
+  serverId: string,
+  user: User,
+  permissions: string[],
+): Promise<void> {
   await app.services.servers.setSubuser(
     { batch: randomUUID(), ip: null, userAgent: 'test' },
     serverId,

@@ -15,7 +15,13 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
 
   typed.get(
     '/api/client/account/api-keys',
-    { schema: { ...common, summary: "The caller's API keys (never their secrets)", response: { 200: ApiKeyListSchema } } },
+    {
+      schema: {
+        ...common,
+        summary: "The caller's API keys (never their secrets)",
+        response: { 200: ApiKeyListSchema },
+      },
+    },
     (request) => apiKeys.list(authenticatedContextOf(request).actor),
   );
 

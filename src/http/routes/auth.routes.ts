@@ -6,7 +6,13 @@ import { SESSION_COOKIE, requireAuthentication } from '../authenticate.ts';
 import { authenticatedContextOf, contextOf } from '../request-context.ts';
 
 function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
-  const parts = [`${SESSION_COOKIE}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`];
+  const parts = [
+    `${SESSION_COOKIE}=${value}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Lax',
+    `Max-Age=${maxAgeSeconds}`,
+  ];
   if (secure) parts.push('Secure');
   return parts.join('; ');
 }
@@ -26,8 +32,10 @@ export function authRoutes(app: FastifyInstance, services: Pick<Services, 'sessi
     },
     async (request, reply) => {
       const result = await services.sessions.login(contextOf(request), request.body);
-      const maxAge = Math.floor((result.expiresAt.getTime() - Date.now()) / 1000);
-      reply.header('set-cookie', sessionCookie(result.token, maxAge, request.protocol === 'https'));
+      reply.header(
+        'set-cookie',
+        sessionCookie(result.token, result.maxAgeSeconds, request.protocol === 'https'),
+      );
       return result.response;
     },
   );
