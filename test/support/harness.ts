@@ -19,6 +19,8 @@ export interface TestApp extends App {
 
 export interface TestAppOptions {
   env?: Record<string, string>;
+  /** A PostgreSQL or MariaDB database to use instead of a fresh SQLite file. */
+  databaseUrl?: string;
   clock?: Clock;
 }
 
@@ -27,7 +29,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-test-'));
   const config = loadConfig({
     AERIE_DATA_DIR: dataDir,
-    DATABASE_URL: `sqlite:${path.join(dataDir, 'aerie.db')}`,
+    DATABASE_URL: options.databaseUrl ?? `sqlite:${path.join(dataDir, 'aerie.db')}`,
     AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '0',
     ...options.env,
   });
