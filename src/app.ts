@@ -6,6 +6,8 @@ import type { Config } from './config.ts';
 import type { Db } from './db/connection.ts';
 import { RouteIndex } from './http/allowed-methods.ts';
 import { requireAuthentication } from './http/authenticate.ts';
+import { ApiRateLimiter } from './http/rate-limit.ts';
+import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
@@ -35,11 +37,14 @@ export interface App {
 /** The composition root: database → repositories → services → routes. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
+  const counters =
+    deps.counters ??
+    (config.redisUrl === null ? new MemoryCounterStore() : new RedisCounterStore(config.redisUrl));
   const services = createServices({
     config,
     db,
     clock: deps.clock ?? systemClock,
-    counters: deps.counters ?? new MemoryCounterStore(),
+    counters,
     ...(deps.logger ? { logger: deps.logger as Logger } : {}),
   });
 
@@ -56,6 +61,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
   });
   http.decorateRequest('actor', null);
+  if (deps.counters === undefined) http.addHook('onClose', () => counters.close());
   http.setValidatorCompiler(validatorCompiler);
   http.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id);
@@ -90,7 +96,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   authRoutes(http, services);
   openApiRoutes(http);
   await http.register((client, _options, done) => {
-    requireAuthentication(client, services);
+    new ApiRateLimiter(counters, config.apiRateLimitPerMinute).install(client, () =>
+      requireAuthentication(client, services),
+    );
     activityRoutes(client, services);
     apiKeyRoutes(client, services);
     backupRoutes(client, services);

@@ -21,6 +21,10 @@ export interface Config {
   readonly sessionTtlSeconds: number;
   /** Failed logins allowed per IP and per account in 15 minutes; 0 turns the throttle off. */
   readonly loginAttemptsPer15Minutes: number;
+  /** Requests a minute per user (else per address) on /api/client; 0 turns every API limit off. */
+  readonly apiRateLimitPerMinute: number;
+  /** Restores queued per server in 15 minutes (off when the API limit is off). */
+  readonly restoreLimitPer15Minutes: number;
   /** How often an idle worker looks for a job. */
   readonly workerPollMs: number;
   /** How long a worker's claim on a job lasts without a heartbeat. */
@@ -85,6 +89,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS', 12 * 3600, 60, 90 * 24 * 3600),
     loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', 10, 0, 1_000_000),
+    apiRateLimitPerMinute: integer(env, 'AERIE_RATE_LIMIT_PER_MINUTE', 240, 0, 1_000_000),
+    restoreLimitPer15Minutes: integer(env, 'AERIE_RESTORE_LIMIT_PER_15_MINUTES', 3, 1, 1_000_000),
     workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS', 1000, 10, 60_000),
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
   };

@@ -31,6 +31,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     AERIE_DATA_DIR: dataDir,
     DATABASE_URL: options.databaseUrl ?? `sqlite:${path.join(dataDir, 'aerie.db')}`,
     AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '0',
+    AERIE_RATE_LIMIT_PER_MINUTE: '0',
     ...options.env,
   });
   const db = connect(config.database);
