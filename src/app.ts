@@ -14,6 +14,7 @@ import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
 import { backupRoutes } from './http/routes/backups.routes.ts';
+import { serverRoutes } from './http/routes/servers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { createServices, type Services } from './services.ts';
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     activityRoutes(client, services);
     apiKeyRoutes(client, services);
     backupRoutes(client, services);
+    serverRoutes(client, services);
     done();
   });
 

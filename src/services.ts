@@ -17,6 +17,7 @@ import { RestoreJob } from './backups/restore.job.ts';
 import { JobRepository } from './jobs/job.repository.ts';
 import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
 import { ServerAccessService } from './servers/server-access.ts';
+import { ServerQueryService } from './servers/server-query.service.ts';
 import { LocalBackupStorage } from './storage/backup-storage.ts';
 import { ServerRepository } from './servers/server.repository.ts';
 import { ServerService } from './servers/server.service.ts';
@@ -69,13 +70,15 @@ export function createServices({
     clock,
     config.volumesDir,
   );
+  const access = new ServerAccessService(serverRepository);
+  const serverQueries = new ServerQueryService(serverRepository, access, activity);
   const jobs = new JobRepository(kysely, db.kind, transaction);
   const storage = new LocalBackupStorage(config.backupsDir);
   const backupRepository = new BackupRepository(kysely);
   const backups = new BackupService(
     backupRepository,
     serverRepository,
-    new ServerAccessService(serverRepository),
+    access,
     jobs,
     activity,
     storage,
@@ -102,7 +105,7 @@ export function createServices({
       pollMs: config.workerPollMs,
       leaseMs: config.jobLeaseMs,
     });
-  return { activity, apiKeys, sessions, users, servers, backups, createWorker };
+  return { activity, apiKeys, sessions, users, servers, serverQueries, backups, createWorker };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -76,4 +76,54 @@ export class ServerRepository {
       .where('status', '=', status)
       .execute();
   }
+
+  /**
+   * The servers a user may see in a listing: those they own or are a subuser of, or — for
+   * `scope: 'all'` — every server. Ordered by creation, then id, so pages are stable.
+   */
+  async listVisible(
+    userId: string,
+    scope: 'mine' | 'owned' | 'all',
+    page: { limit: number; offset: number },
+  ): Promise<{ total: number; rows: ServerRow[] }> {
+    const base = this.db
+      .selectFrom('servers')
+      .$call((q) =>
+        scope === 'all'
+          ? q
+          : scope === 'owned'
+            ? q.where('owner_id', '=', userId)
+            : q.where((eb) =>
+                eb.or([
+                  eb('owner_id', '=', userId),
+                  eb('id', 'in', eb.selectFrom('subusers').select('server_id').where('user_id', '=', userId)),
+                ]),
+              ),
+      );
+    const counted = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const total = Number(counted.n);
+    const rows =
+      page.offset >= total
+        ? []
+        : await base
+            .selectAll()
+            .orderBy('created_at')
+            .orderBy('id')
+            .limit(page.limit)
+            .offset(page.offset)
+            .execute();
+    return { total, rows: rows.map((row) => ({ ...row, disk_mb: Number(row.disk_mb) })) };
+  }
+
+  /** The permissions of each of these servers' subusers who is `userId`. */
+  async subuserPermissions(userId: string, serverIds: string[]): Promise<Map<string, string[]>> {
+    if (serverIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('subusers')
+      .select(['server_id', 'permissions'])
+      .where('user_id', '=', userId)
+      .where('server_id', 'in', serverIds)
+      .execute();
+    return new Map(rows.map((row) => [row.server_id, JSON.parse(row.permissions) as string[]]));
+  }
 }

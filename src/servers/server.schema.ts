@@ -1,0 +1,70 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { PaginationSchema } from '../http/pagination.ts';
+
+export const ServerResourceSchema = Type.Object({
+  object: Type.Literal('server'),
+  attributes: Type.Object({
+    server_owner: Type.Boolean({ description: 'Whether the caller owns the server.' }),
+    identifier: Type.String(),
+    uuid: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    description: Type.String(),
+    status: Type.Union([Type.String(), Type.Null()], {
+      description: 'null when idle; installing, suspended, restoring_backup, transferring otherwise.',
+    }),
+    is_suspended: Type.Boolean(),
+    is_installing: Type.Boolean(),
+    is_transferring: Type.Boolean(),
+    limits: Type.Object({
+      memory: Type.Integer(),
+      swap: Type.Integer(),
+      disk: Type.Integer({ description: 'MiB; 0 means no limit.' }),
+      io: Type.Integer(),
+      cpu: Type.Integer(),
+      threads: Type.Null(),
+      oom_disabled: Type.Boolean(),
+    }),
+    feature_limits: Type.Object({
+      databases: Type.Integer(),
+      allocations: Type.Integer(),
+      backups: Type.Integer(),
+    }),
+  }),
+  meta: Type.Object({
+    is_server_owner: Type.Boolean(),
+    user_permissions: Type.Array(Type.String(), { description: '`*` for the owner and administrators.' }),
+  }),
+});
+export type ServerResource = Static<typeof ServerResourceSchema>;
+
+export const ServerListQuerySchema = Type.Object({
+  type: Type.Optional(
+    Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('admin-all')], {
+      description: 'owner: only servers the caller owns; admin, admin-all: every server (administrators).',
+    }),
+  ),
+  per_page: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+  page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+});
+export type ServerListQuery = Static<typeof ServerListQuerySchema>;
+
+export const ServerListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(ServerResourceSchema),
+  meta: Type.Object({ pagination: PaginationSchema }),
+});
+export type ServerList = Static<typeof ServerListSchema>;
+
+export const AccountSchema = Type.Object({
+  object: Type.Literal('user'),
+  attributes: Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    admin: Type.Boolean(),
+    username: Type.String(),
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    language: Type.String(),
+  }),
+});
+export type Account = Static<typeof AccountSchema>;
