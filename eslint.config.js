@@ -17,11 +17,17 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'eslint.config.js'],
+    files: ['bin/**/*.js', 'examples/**/*.mjs', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      globals: { URL: 'readonly', process: 'readonly' },
+      globals: {
+        URL: 'readonly',
+        process: 'readonly',
+        fetch: 'readonly',
+        console: 'readonly',
+        setTimeout: 'readonly',
+      },
     },
   },
 );

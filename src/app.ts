@@ -15,6 +15,8 @@ import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
 import { backupRoutes } from './http/routes/backups.routes.ts';
 import { serverRoutes } from './http/routes/servers.routes.ts';
+import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-backups.routes.ts';
+import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { createServices, type Services } from './services.ts';
@@ -96,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   authRoutes(http, services);
   openApiRoutes(http);
+  backupDownloadRoute(http, services);
   await http.register((client, _options, done) => {
     new ApiRateLimiter(counters, config.apiRateLimitPerMinute).install(client, () =>
       requireAuthentication(client, services),
@@ -104,6 +107,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     apiKeyRoutes(client, services);
     backupRoutes(client, services);
     serverRoutes(client, services);
+    serverBackupRoutes(client, services);
+    subuserRoutes(client, services);
     done();
   });
 

@@ -25,6 +25,8 @@ export interface Config {
   readonly apiRateLimitPerMinute: number;
   /** Restores queued per server in 15 minutes (off when the API limit is off). */
   readonly restoreLimitPer15Minutes: number;
+  /** Signs backup download links; generated into the data directory when not set. */
+  readonly appKey: string | null;
   /** How often an idle worker looks for a job. */
   readonly workerPollMs: number;
   /** How long a worker's claim on a job lasts without a heartbeat. */
@@ -69,6 +71,12 @@ function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
     .filter((part) => part !== '');
 }
 
+function appKey(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw.length < 32) throw new ConfigError('AERIE_APP_KEY must be at least 32 characters long');
+  return raw;
+}
+
 /** Reads the configuration once. Nothing else in Aerie reads `process.env`. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const dataDir = path.resolve(cwd, env.AERIE_DATA_DIR ?? './data');
@@ -91,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', 10, 0, 1_000_000),
     apiRateLimitPerMinute: integer(env, 'AERIE_RATE_LIMIT_PER_MINUTE', 240, 0, 1_000_000),
     restoreLimitPer15Minutes: integer(env, 'AERIE_RESTORE_LIMIT_PER_15_MINUTES', 3, 1, 1_000_000),
+    appKey: appKey(env.AERIE_APP_KEY),
     workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS', 1000, 10, 60_000),
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
   };

@@ -223,7 +223,7 @@ function program(): Command {
           .split(',')
           .map((p) => p.trim())
           .filter((p) => p !== '');
-        const result = await services.servers.setSubuser(cliContext(), o.server, o.user, permissions);
+        const result = await services.subusers.setByLogin(cliContext(), o.server, o.user, permissions);
         printRecord(o.json, result, [
           `${o.user} is now a subuser of ${o.server}: ${result.permissions.join(', ')}`,
         ]);

@@ -13,6 +13,10 @@ import type { Clock } from './shared/time.ts';
 import pino, { type Logger } from 'pino';
 import { BackupRepository } from './backups/backup.repository.ts';
 import { BackupService } from './backups/backup.service.ts';
+import { BackupArchiveJob } from './backups/backup-archive.job.ts';
+import { DownloadSigner } from './backups/download-signer.ts';
+import { ServerBackupsService } from './backups/server-backups.service.ts';
+import { loadAppKey } from './shared/app-key.ts';
 import { RestoreJob } from './backups/restore.job.ts';
 import { JobRepository } from './jobs/job.repository.ts';
 import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
@@ -21,6 +25,8 @@ import { ServerQueryService } from './servers/server-query.service.ts';
 import { LocalBackupStorage } from './storage/backup-storage.ts';
 import { ServerRepository } from './servers/server.repository.ts';
 import { ServerService } from './servers/server.service.ts';
+import { SubuserRepository } from './servers/subuser.repository.ts';
+import { SubuserService } from './servers/subuser.service.ts';
 import { UserRepository } from './users/user.repository.ts';
 import { UserService } from './users/user.service.ts';
 
@@ -62,15 +68,17 @@ export function createServices({
   );
   const users = new UserService(userRepository, clock);
   const serverRepository = new ServerRepository(kysely);
-  const servers = new ServerService(
+  const access = new ServerAccessService(serverRepository);
+  const subusers = new SubuserService(
+    new SubuserRepository(kysely),
     serverRepository,
     userRepository,
+    access,
     activity,
     transaction,
     clock,
-    config.volumesDir,
   );
-  const access = new ServerAccessService(serverRepository);
+  const servers = new ServerService(serverRepository, userRepository, clock, config.volumesDir, subusers);
   const serverQueries = new ServerQueryService(serverRepository, access, activity);
   const jobs = new JobRepository(kysely, db.kind, transaction);
   const storage = new LocalBackupStorage(config.backupsDir);
@@ -86,7 +94,28 @@ export function createServices({
     clock,
     (server) => servers.volumeOf(server),
   );
+  const serverBackups = new ServerBackupsService(
+    backupRepository,
+    serverRepository,
+    access,
+    jobs,
+    activity,
+    storage,
+    new DownloadSigner(loadAppKey(config.appKey, config.dataDir)),
+    transaction,
+    clock,
+    logger,
+  );
   const jobHandlers: JobHandlers = {
+    'backup.create': new BackupArchiveJob(
+      backupRepository,
+      userRepository,
+      activity,
+      storage,
+      transaction,
+      clock,
+      (server) => servers.volumeOf(server),
+    ),
     'backup.restore': new RestoreJob(
       backupRepository,
       serverRepository,
@@ -105,7 +134,18 @@ export function createServices({
       pollMs: config.workerPollMs,
       leaseMs: config.jobLeaseMs,
     });
-  return { activity, apiKeys, sessions, users, servers, serverQueries, backups, createWorker };
+  return {
+    activity,
+    apiKeys,
+    sessions,
+    users,
+    servers,
+    subusers,
+    serverQueries,
+    backups,
+    serverBackups,
+    createWorker,
+  };
 }
 
 export type Services = ReturnType<typeof createServices>;

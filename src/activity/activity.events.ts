@@ -24,7 +24,10 @@ const EVENTS = {
   'user:api-key.delete': { describe: (p) => `Deleted API key ${text(p.identifier)}`, uses: ['identifier'] },
   'server:backup.start': { describe: (p) => `Started backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.complete': { describe: (p) => `Completed backup ${text(p.name)}`, uses: ['name'] },
-  'server:backup.fail': { describe: (p) => `Backup ${text(p.name)} failed`, uses: ['name'] },
+  'server:backup.fail': {
+    describe: (p) => `Backup ${text(p.name)} failed: ${text(p.reason)}`,
+    uses: ['name', 'reason'],
+  },
   'server:backup.delete': { describe: (p) => `Deleted backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.lock': { describe: (p) => `Locked backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.unlock': { describe: (p) => `Unlocked backup ${text(p.name)}`, uses: ['name'] },

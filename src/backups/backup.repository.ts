@@ -25,4 +25,61 @@ export class BackupRepository {
   async insert(row: BackupRow, db: Executor = this.db): Promise<void> {
     await db.insertInto('backups').values(row).execute();
   }
+
+  /** A page of a server's backups, newest first (ties by id, so pages are stable). */
+  async page(serverId: string, limit: number, offset: number): Promise<BackupRow[]> {
+    const rows = await this.db
+      .selectFrom('backups')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute();
+    return rows.map((row) => ({ ...row, bytes: Number(row.bytes) }));
+  }
+
+  async countForServer(serverId: string, db: Executor = this.db): Promise<number> {
+    const row = await db
+      .selectFrom('backups')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('server_id', '=', serverId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async complete(
+    id: string,
+    sha256: string,
+    bytes: number,
+    now: string,
+    db: Executor = this.db,
+  ): Promise<void> {
+    await db
+      .updateTable('backups')
+      .set({ sha256, bytes, is_successful: 1, completed_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async markFailed(id: string, now: string, db: Executor = this.db): Promise<void> {
+    await db
+      .updateTable('backups')
+      .set({ is_successful: 0, completed_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async setLocked(id: string, locked: boolean, db: Executor = this.db): Promise<void> {
+    await db
+      .updateTable('backups')
+      .set({ is_locked: locked ? 1 : 0 })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async delete(id: string, db: Executor = this.db): Promise<void> {
+    await db.deleteFrom('backups').where('id', '=', id).execute();
+  }
 }

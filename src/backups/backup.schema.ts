@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PaginationSchema } from '../http/pagination.ts';
 
 export const ServerParamsSchema = Type.Object({
   server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
@@ -18,3 +19,55 @@ export const RestoreBodySchema = Type.Object({
   }),
 });
 export type RestoreBody = Static<typeof RestoreBodySchema>;
+
+export const BackupResourceSchema = Type.Object({
+  object: Type.Literal('backup'),
+  attributes: Type.Object({
+    uuid: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    ignored_files: Type.Array(Type.String()),
+    sha256_hash: Type.Union([Type.String(), Type.Null()]),
+    checksum: Type.Union([Type.String(), Type.Null()], { description: '`sha256:<hex>` of the archive.' }),
+    bytes: Type.Integer(),
+    created_at: Type.String(),
+    completed_at: Type.Union([Type.String(), Type.Null()]),
+    is_successful: Type.Boolean(),
+    is_locked: Type.Boolean(),
+  }),
+});
+export type BackupResource = Static<typeof BackupResourceSchema>;
+
+export const BackupListQuerySchema = Type.Object({
+  per_page: Type.Integer({ minimum: 1, maximum: 50, default: 20 }),
+  page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+});
+export type BackupListQuery = Static<typeof BackupListQuerySchema>;
+
+export const BackupListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(BackupResourceSchema),
+  meta: Type.Object({ pagination: PaginationSchema, backup_count: Type.Integer() }),
+});
+export type BackupList = Static<typeof BackupListSchema>;
+
+export const CreateBackupBodySchema = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 191 })),
+  ignored: Type.Optional(
+    Type.String({
+      maxLength: 65535,
+      description: 'Paths to leave out, one a line (`*` and `**` wildcards).',
+    }),
+  ),
+  is_locked: Type.Boolean({ default: false }),
+});
+export type CreateBackupBody = Static<typeof CreateBackupBodySchema>;
+
+export const SignedUrlSchema = Type.Object({
+  object: Type.Literal('signed_url'),
+  attributes: Type.Object({
+    url: Type.String({ description: 'Downloads the archive, no token needed, for 15 minutes.' }),
+  }),
+});
+export type SignedUrl = Static<typeof SignedUrlSchema>;
+
+export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: 1024 }) });

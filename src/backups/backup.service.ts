@@ -11,7 +11,7 @@ import type { BackupRow, ServerRow } from '../servers/server.table.ts';
 import type { AuthenticatedContext } from '../shared/context.ts';
 import { BadRequestError, NotFoundError, ValidationError, type FieldError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
-import type { Progress } from '../storage/archive.types.ts';
+import { ArchiveError, type Progress } from '../storage/archive.types.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
 import { sha256File } from '../storage/checksum.ts';
 import { createArchive } from '../storage/create-archive.ts';
@@ -97,7 +97,14 @@ export class BackupService {
   /** Stores an existing .tar.gz as a backup of a server, after reading it through to prove it whole. */
   async importArchive(serverRef: string, name: string, file: string, onProgress?: (p: Progress) => void) {
     const server = await this.serverFor(serverRef);
-    await verifyArchive(file, onProgress);
+    try {
+      await verifyArchive(file, onProgress);
+    } catch (error) {
+      // Said to whoever runs the import (an AppError is a message, not a stack trace).
+      if (error instanceof ArchiveError)
+        throw new BadRequestError(`${file} cannot be imported: ${error.message}.`);
+      throw error;
+    }
     const id = randomUUID();
     const scratch = await this.storage.scratchFile(server.id, id);
     try {

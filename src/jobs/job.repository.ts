@@ -1,6 +1,8 @@
 import type { DatabaseKind } from '../config.ts';
 import type { Executor, Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
+import type { ExpressionBuilder } from 'kysely';
+import type { Database } from '../db/database.ts';
 import type { JobRow } from './job.table.ts';
 
 export interface NewJob {
@@ -48,38 +50,24 @@ export class JobRepository {
    * re-checks that the job is still claimable, so two workers can never both win it.
    */
   async claim(owner: string, now: string, leaseUntil: string): Promise<JobRow | undefined> {
+    if (this.kind === 'sqlite') return this.claimOnSqlite(owner, now, leaseUntil);
     for (let tries = 0; tries < 5; tries++) {
       const claimed = await this.transaction(async (trx) => {
         const candidate = await trx
           .selectFrom('jobs')
           .select('id')
-          .where((eb) =>
-            eb.or([
-              eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
-              eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
-            ]),
-          )
+          .where((eb) => claimable(eb, now))
           .orderBy('id')
           .limit(1)
-          .$if(this.kind !== 'sqlite', (q) => q.forUpdate().skipLocked())
+          .forUpdate()
+          .skipLocked()
           .executeTakeFirst();
         if (candidate === undefined) return null;
         const result = await trx
           .updateTable('jobs')
-          .set((eb) => ({
-            state: 'running',
-            lease_owner: owner,
-            lease_expires_at: leaseUntil,
-            attempts: eb('attempts', '+', 1),
-            updated_at: now,
-          }))
+          .set((eb) => claimedBy(eb, owner, now, leaseUntil))
           .where('id', '=', candidate.id)
-          .where((eb) =>
-            eb.or([
-              eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
-              eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
-            ]),
-          )
+          .where((eb) => claimable(eb, now))
           .executeTakeFirst();
         if (Number(result.numUpdatedRows) !== 1) return undefined;
         return this.findById(candidate.id, trx);
@@ -88,6 +76,38 @@ export class JobRepository {
       if (claimed !== undefined) return { ...claimed, id: Number(claimed.id) };
     }
     return undefined;
+  }
+
+  /**
+   * SQLite has no row locks: the claim is one UPDATE … RETURNING. A statement that writes takes
+   * the database's write lock before it reads (waiting out busy_timeout), so worker processes
+   * sharing the file queue up. A transaction that read first and wrote second would instead fail
+   * with SQLITE_BUSY whenever another process committed in between.
+   */
+  private async claimOnSqlite(owner: string, now: string, leaseUntil: string): Promise<JobRow | undefined> {
+    const row = await this.db
+      .updateTable('jobs')
+      .set((eb) => claimedBy(eb, owner, now, leaseUntil))
+      .where('id', '=', (eb) =>
+        eb
+          .selectFrom('jobs as candidate')
+          .select('candidate.id')
+          .where((inner) =>
+            inner.or([
+              inner.and([inner('candidate.state', '=', 'queued'), inner('candidate.run_at', '<=', now)]),
+              inner.and([
+                inner('candidate.state', '=', 'running'),
+                inner('candidate.lease_expires_at', '<', now),
+              ]),
+            ]),
+          )
+          .orderBy('candidate.id')
+          .limit(1),
+      )
+      .where((eb) => claimable(eb, now))
+      .returningAll()
+      .executeTakeFirst();
+    return row && { ...row, id: Number(row.id) };
   }
 
   /** Extends the lease; false when the job is no longer this owner's (its lease ran out and was taken). */
@@ -136,4 +156,22 @@ export class JobRepository {
       .where('lease_owner', '=', owner)
       .execute();
   }
+}
+
+/** Due and queued, or running on a lease that has run out. */
+function claimable(eb: ExpressionBuilder<Database, 'jobs'>, now: string) {
+  return eb.or([
+    eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
+    eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
+  ]);
+}
+
+function claimedBy(eb: ExpressionBuilder<Database, 'jobs'>, owner: string, now: string, leaseUntil: string) {
+  return {
+    state: 'running' as const,
+    lease_owner: owner,
+    lease_expires_at: leaseUntil,
+    attempts: eb('attempts', '+', 1),
+    updated_at: now,
+  };
 }

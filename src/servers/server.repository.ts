@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../db/executor.ts';
 import type { ServerRow, SubuserRow } from './server.table.ts';
 
@@ -25,35 +26,6 @@ export class ServerRepository {
       .where('server_id', '=', serverId)
       .where('user_id', '=', userId)
       .executeTakeFirst();
-  }
-
-  async upsertSubuser(
-    serverId: string,
-    userId: string,
-    permissions: string[],
-    now: string,
-    db: Executor = this.db,
-  ) {
-    const existing = await this.findSubuser(serverId, userId, db);
-    if (existing) {
-      await db
-        .updateTable('subusers')
-        .set({ permissions: JSON.stringify(permissions), updated_at: now })
-        .where('id', '=', existing.id)
-        .execute();
-      return 'updated' as const;
-    }
-    await db
-      .insertInto('subusers')
-      .values({
-        server_id: serverId,
-        user_id: userId,
-        permissions: JSON.stringify(permissions),
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
-    return 'created' as const;
   }
 
   /** Moves an idle server into `status`; false when it was not idle (someone else got there first). */
@@ -125,5 +97,14 @@ export class ServerRepository {
       .where('server_id', 'in', serverIds)
       .execute();
     return new Map(rows.map((row) => [row.server_id, JSON.parse(row.permissions) as string[]]));
+  }
+
+  /** Holds the server's row for the rest of the transaction (see UserRepository.lock). */
+  async lock(id: string, db: Executor): Promise<void> {
+    await db
+      .updateTable('servers')
+      .set({ updated_at: sql`updated_at` })
+      .where('id', '=', id)
+      .execute();
   }
 }

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { ActivityService } from '../activity/activity.service.ts';
-import type { Transactor } from '../db/executor.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { BadRequestError, NotFoundError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
-import { isPermission } from './permissions.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow } from './server.table.ts';
+import type { SubuserService } from './subuser.service.ts';
 
 export interface NewServer {
   owner: string;
@@ -22,10 +20,9 @@ export class ServerService {
   constructor(
     private readonly servers: ServerRepository,
     private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly transaction: Transactor,
     private readonly clock: Clock,
     private readonly volumesDir: string,
+    private readonly subusers: SubuserService,
   ) {}
 
   volumeOf(server: Pick<ServerRow, 'id'>): string {
@@ -68,39 +65,8 @@ export class ServerService {
     return { server, volume };
   }
 
-  /** Makes a user a subuser of a server with exactly these permissions (replacing earlier ones). */
-  async setSubuser(context: RequestContext, serverRef: string, login: string, permissions: string[]) {
-    const server = await this.servers.findByReference(serverRef);
-    if (server === undefined) throw new NotFoundError(`No server "${serverRef}".`);
-    const user = await this.users.findByLogin(login);
-    if (user === undefined) throw new NotFoundError(`No user "${login}".`);
-    if (user.id === server.owner_id)
-      throw new BadRequestError('The owner of a server cannot be its subuser.');
-    const unknown = permissions.filter((p) => !isPermission(p));
-    if (unknown.length > 0) throw new BadRequestError(`Unknown permissions: ${unknown.join(', ')}.`);
-    const unique = [...new Set(permissions)].sort();
-    await this.transaction(async (trx) => {
-      const outcome = await this.servers.upsertSubuser(
-        server.id,
-        user.id,
-        unique,
-        toStoredTime(this.clock()),
-        trx,
-      );
-      await this.activity.record(
-        context,
-        {
-          event: outcome === 'created' ? 'server:subuser.create' : 'server:subuser.update',
-          actor: null,
-          properties: { email: user.email, permissions: unique },
-          subjects: [
-            { type: 'server', id: server.id },
-            { type: 'user', id: user.id },
-          ],
-        },
-        trx,
-      );
-    });
-    return { server: server.id, user: user.id, permissions: unique };
+  /** Makes a user a subuser of a server with exactly these permissions: see SubuserService.setByLogin. */
+  setSubuser(context: RequestContext, serverRef: string, login: string, permissions: string[]) {
+    return this.subusers.setByLogin(context, serverRef, login, permissions);
   }
 }

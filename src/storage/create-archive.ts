@@ -29,13 +29,18 @@ export interface ArchiveSummary {
   archiveBytes: number;
 }
 
+/**
+ * `exclude` is asked about every path (relative to the volume, `/`-separated, no leading
+ * slash); what it excludes is left out, and so is everything under an excluded directory.
+ */
 export async function createArchive(
   volume: string,
   output: string,
   onProgress?: (p: Progress) => void,
+  exclude: (relativePath: string) => boolean = () => false,
 ): Promise<ArchiveSummary> {
   const partial = `${output}.partial`;
-  const totals = new Totals(onProgress);
+  const totals = new Totals(onProgress, exclude);
   const digest = new DigestTap();
   const root = await VolumeDir.open(volume);
   const blocks = tarStream(root, totals);
@@ -61,7 +66,10 @@ class Totals {
   bytes = 0;
   private last = Date.now();
 
-  constructor(private readonly onProgress?: (p: Progress) => void) {}
+  constructor(
+    private readonly onProgress: ((p: Progress) => void) | undefined,
+    readonly exclude: (relativePath: string) => boolean,
+  ) {}
 
   report(final = false): void {
     const now = Date.now();
@@ -99,6 +107,7 @@ async function* tarStream(root: VolumeDir, totals: Totals): AsyncGenerator<Buffe
 async function* directoryBlocks(dir: VolumeDir, prefix: string, totals: Totals): AsyncGenerator<Buffer> {
   for await (const entry of dir.entries()) {
     const rel = prefix + entry.name;
+    if (totals.exclude(rel)) continue;
     if (entry.isDirectory()) {
       yield* subdirectoryBlocks(dir, entry.name, rel, totals);
     } else if (entry.isFile() || isUnknownType(entry)) {

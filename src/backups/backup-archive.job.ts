@@ -1,0 +1,86 @@
+import fs from 'node:fs/promises';
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { ActivityEvent } from '../activity/activity.events.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobContext, JobHandler } from '../jobs/worker.ts';
+import type { RequestContext } from '../shared/context.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { BackupStorage } from '../storage/backup-storage.ts';
+import { createArchive } from '../storage/create-archive.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { toUser } from '../users/user.ts';
+import type { BackupRepository } from './backup.repository.ts';
+import { ignoreMatcher } from './ignore-patterns.ts';
+
+type Payload = JobPayloads['backup.create'];
+
+/**
+ * Archives a server's volume into the backup its request created, then marks the backup
+ * successful (with its size and checksum) or failed. Running it again after a crash simply
+ * starts the archive over.
+ */
+export class BackupArchiveJob implements JobHandler<Payload> {
+  constructor(
+    private readonly backups: BackupRepository,
+    private readonly users: UserRepository,
+    private readonly activity: ActivityService,
+    private readonly storage: BackupStorage,
+    private readonly transaction: Transactor,
+    private readonly clock: Clock,
+    private readonly volumeOf: (server: { id: string }) => string,
+  ) {}
+
+  async run(job: JobContext<Payload>): Promise<void> {
+    const { serverId, backupId } = job.payload;
+    const backup = await this.backups.findOfServer(serverId, backupId);
+    if (backup === undefined) return; // deleted while queued: nothing to do
+    const scratch = await this.storage.scratchFile(serverId, backupId);
+    try {
+      const exclude = ignoreMatcher(JSON.parse(backup.ignored_files) as string[]);
+      const summary = await createArchive(this.volumeOf({ id: serverId }), scratch, undefined, exclude);
+      job.signal.throwIfAborted();
+      await this.storage.put(serverId, backupId, scratch);
+      await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
+        this.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),
+      );
+    } finally {
+      await fs.rm(scratch, { force: true });
+    }
+  }
+
+  async fail(job: JobContext<Payload>, reason: string): Promise<void> {
+    const backup = await this.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    if (backup === undefined) return;
+    await this.record(job, 'server:backup.fail', { name: backup.name, reason }, (trx, now) =>
+      this.backups.markFailed(backup.id, now, trx),
+    );
+  }
+
+  private async record(
+    job: JobContext<Payload>,
+    event: ActivityEvent,
+    properties: Record<string, unknown>,
+    change: (trx: Parameters<Parameters<Transactor>[0]>[0], now: string) => Promise<void>,
+  ): Promise<void> {
+    const { serverId, backupId, actorId, ip } = job.payload;
+    const userRow = actorId === null ? undefined : await this.users.findById(actorId);
+    const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
+    await this.transaction(async (trx) => {
+      await change(trx, toStoredTime(this.clock()));
+      await this.activity.record(
+        context,
+        {
+          event,
+          actor: userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null },
+          properties,
+          subjects: [
+            { type: 'server', id: serverId },
+            { type: 'backup', id: backupId },
+          ],
+        },
+        trx,
+      );
+    });
+  }
+}

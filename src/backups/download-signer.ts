@@ -1,0 +1,46 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export interface DownloadGrant {
+  serverId: string;
+  backupId: string;
+  /** Seconds since the epoch after which the link no longer works. */
+  expires: number;
+}
+
+/**
+ * Short-lived links that download a backup without a bearer token: the grant, and an
+ * HMAC-SHA256 of it under the application key, in one URL-safe token.
+ */
+export class DownloadSigner {
+  constructor(private readonly key: Buffer) {}
+
+  sign(grant: DownloadGrant): string {
+    const payload = Buffer.from(JSON.stringify([grant.serverId, grant.backupId, grant.expires])).toString(
+      'base64url',
+    );
+    return `${payload}.${this.mac(payload)}`;
+  }
+
+  /** The grant a token carries, if its signature is ours and it has not expired. */
+  verify(token: string, nowSeconds: number): DownloadGrant | null {
+    const [payload, mac, extra] = token.split('.');
+    if (payload === undefined || mac === undefined || extra !== undefined) return null;
+    const expected = Buffer.from(this.mac(payload));
+    const given = Buffer.from(mac);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    try {
+      const [serverId, backupId, expires] = JSON.parse(
+        Buffer.from(payload, 'base64url').toString(),
+      ) as unknown[];
+      if (typeof serverId !== 'string' || typeof backupId !== 'string' || typeof expires !== 'number')
+        return null;
+      return expires >= nowSeconds ? { serverId, backupId, expires } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  private mac(payload: string): string {
+    return createHmac('sha256', this.key).update(`aerie-backup-download:${payload}`).digest('base64url');
+  }
+}

@@ -1,0 +1,96 @@
+import type { Executor } from '../db/executor.ts';
+
+/** A subuser entry with the user it names. */
+export interface SubuserDetailRow {
+  id: number;
+  server_id: string;
+  user_id: string;
+  /** JSON array of permission names. */
+  permissions: string;
+  created_at: string;
+  username: string;
+  email: string;
+  user_created_at: string;
+}
+
+export class SubuserRepository {
+  constructor(private readonly db: Executor) {}
+
+  private details(db: Executor) {
+    return db
+      .selectFrom('subusers')
+      .innerJoin('users', 'users.id', 'subusers.user_id')
+      .select([
+        'subusers.id',
+        'subusers.server_id',
+        'subusers.user_id',
+        'subusers.permissions',
+        'subusers.created_at',
+        'users.username',
+        'users.email',
+        'users.created_at as user_created_at',
+      ]);
+  }
+
+  /** A server's subusers, in the order they were added. */
+  async listOfServer(serverId: string): Promise<SubuserDetailRow[]> {
+    const rows = await this.details(this.db)
+      .where('subusers.server_id', '=', serverId)
+      .orderBy('subusers.created_at')
+      .orderBy('subusers.id')
+      .execute();
+    return rows.map((row) => ({ ...row, id: Number(row.id) }));
+  }
+
+  async find(
+    serverId: string,
+    userId: string,
+    db: Executor = this.db,
+  ): Promise<SubuserDetailRow | undefined> {
+    const row = await this.details(db)
+      .where('subusers.server_id', '=', serverId)
+      .where('subusers.user_id', '=', userId)
+      .executeTakeFirst();
+    return row && { ...row, id: Number(row.id) };
+  }
+
+  async insert(
+    serverId: string,
+    userId: string,
+    permissions: readonly string[],
+    now: string,
+    db: Executor = this.db,
+  ): Promise<void> {
+    await db
+      .insertInto('subusers')
+      .values({
+        server_id: serverId,
+        user_id: userId,
+        permissions: JSON.stringify(permissions),
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+  }
+
+  /** False when the entry is gone (removed meanwhile). */
+  async updatePermissions(
+    id: number,
+    permissions: readonly string[],
+    now: string,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('subusers')
+      .set({ permissions: JSON.stringify(permissions), updated_at: now })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** False when there was nothing to delete (someone else got there first). */
+  async delete(id: number, db: Executor = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('subusers').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) === 1;
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The real command line (`node bin/aerie.js …`) against a fresh data directory: creating a backup
+ * of a server's files and importing an existing .tar.gz, with the JSON that scripts read, and
+ * refusals that say what is wrong and leave nothing behind.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { extract as tarExtract } from 'tar';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Db } from '../../src/db/connection.ts';
+import { archiveEntries, backupOf, contents, sha256Of, tempDir, writeTree } from '../support/archives.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+let data: string;
+let work: string;
+let db: Db;
+let server: { uuid: string; identifier: string; volume: string };
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function aerie(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['bin/aerie.js', ...args],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          AERIE_DATA_DIR: data,
+          DATABASE_URL: `sqlite:${path.join(data, 'aerie.db')}`,
+          LOG_LEVEL: 'info',
+        },
+      },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Exactly one JSON object on stdout, on one line, and nothing else. */
+function record(run: Run): Record<string, unknown> {
+  expect(run.code, run.stderr).toBe(0);
+  const lines = run.stdout.split('\n');
+  expect(lines).toHaveLength(2);
+  expect(lines[1]).toBe('');
+  const parsed = JSON.parse(lines[0]!) as unknown;
+  expect(parsed).toBeTypeOf('object');
+  return parsed as Record<string, unknown>;
+}
+
+const backupRows = () => db.kysely.selectFrom('backups').selectAll().orderBy('created_at').execute();
+const stored = (uuid: string) => path.join(data, 'backups', server.uuid, `${uuid}.tar.gz`);
+
+beforeAll(async () => {
+  data = await tempDir('aerie-cli-');
+  work = await tempDir('aerie-cli-work-');
+  const user = record(
+    await aerie(
+      'user',
+      'create',
+      '--username',
+      'alice',
+      '--email',
+      'alice@example.com',
+      '--password',
+      'correct horse battery',
+      '--json',
+    ),
+  );
+  expect(user).toMatchObject({ username: 'alice', email: 'alice@example.com' });
+  server = record(
+    await aerie('server', 'create', '--owner', 'alice', '--name', 'survival', '--json'),
+  ) as typeof server;
+  expect(Object.keys(server).sort()).toEqual(['identifier', 'uuid', 'volume']);
+  expect(server.volume).toBe(path.join(data, 'volumes', server.uuid));
+  expect((await stat(server.volume)).isDirectory()).toBe(true);
+  db = connect({
+    kind: 'sqlite',
+    url: `sqlite:${path.join(data, 'aerie.db')}`,
+    sqlitePath: path.join(data, 'aerie.db'),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await db?.destroy();
+  await rm(data, { recursive: true, force: true });
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('backup create', () => {
+  it(
+    "archives the server's files, without its symlinks, and prints the record",
+    { timeout: 60_000 },
+    async () => {
+      await writeTree(server.volume, {
+        'server.properties': 'motd=cli\n',
+        'world/level.dat': Buffer.from([0, 1, 2, 3, 255]),
+        'world/region/r.0.0.mca': Buffer.alloc(70_000, 7),
+        'plugins/': { dir: true, mode: 0o750 },
+        'run.sh': { content: '#!/bin/sh\n', mode: 0o755 },
+        etc: { symlink: '/etc' },
+        'world/latest': { symlink: '../server.properties' },
+      });
+
+      const run = await aerie(
+        'backup',
+        'create',
+        '--server',
+        server.identifier,
+        '--name',
+        'nightly',
+        '--json',
+      );
+      const created = record(run);
+      expect(run.stderr).toBe('');
+      expect(Object.keys(created).sort()).toEqual(['bytes', 'checksum', 'name', 'uuid']);
+      expect(created.name).toBe('nightly');
+      const uuid = String(created.uuid);
+      expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+
+      const file = stored(uuid);
+      expect(created.checksum).toBe(`sha256:${await sha256Of(file)}`);
+      expect(created.bytes).toBe((await stat(file)).size);
+      expect(await readdir(path.dirname(file))).toEqual([`${uuid}.tar.gz`]); // no scratch files left
+
+      const entries = await archiveEntries(file);
+      expect(entries.filter((e) => e.startsWith('SymbolicLink:') || e.startsWith('Link:'))).toEqual([]);
+      expect(entries.some((e) => /(^|:)(\.\/)?etc\/?$/.test(e) || e.endsWith('latest'))).toBe(false);
+
+      // Unpacked, the archive is the volume without its links.
+      const out = path.join(work, 'unpacked');
+      await mkdir(out);
+      await tarExtract({ file, cwd: out });
+      const expected = await contents(server.volume);
+      delete expected.etc;
+      delete expected['world/latest'];
+      expect(await contents(out)).toEqual(expected);
+
+      const [row] = (await backupRows()).filter((r) => r.id === uuid);
+      expect(row).toMatchObject({
+        server_id: server.uuid,
+        name: 'nightly',
+        is_successful: 1,
+        sha256: String(created.checksum).slice(7),
+      });
+      expect(Number(row?.bytes)).toBe(created.bytes);
+      expect(row?.completed_at).not.toBeNull();
+    },
+  );
+
+  it('refuses an unknown server with a message, and prints no record', async () => {
+    const run = await aerie('backup', 'create', '--server', 'ffffffff', '--name', 'x', '--json');
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/no server "ffffffff"/i);
+  });
+});
+
+describe('backup import', () => {
+  it('stores a good archive as it is and prints the record', { timeout: 60_000 }, async () => {
+    const good = await backupOf({ 'server.properties': 'motd=imported\n', 'world/level.dat': 'level' }, work);
+    const before = (await backupRows()).length;
+    const imported = record(
+      await aerie(
+        'backup',
+        'import',
+        '--server',
+        server.uuid,
+        '--name',
+        'imported',
+        '--file',
+        good.archive,
+        '--json',
+      ),
+    );
+    expect(Object.keys(imported).sort()).toEqual(['bytes', 'checksum', 'name', 'uuid']);
+    expect(imported).toMatchObject({
+      name: 'imported',
+      bytes: (await stat(good.archive)).size,
+      checksum: `sha256:${await sha256Of(good.archive)}`,
+    });
+    const file = stored(String(imported.uuid));
+    expect(await readFile(file)).toEqual(await readFile(good.archive));
+    expect(await backupRows()).toHaveLength(before + 1);
+    expect(await readFile(good.archive)).toBeTruthy(); // the source file is left in place
+  });
+
+  it.each([
+    ['a gzip stream cut short', (gz: Buffer) => gz.subarray(0, Math.floor(gz.length / 2))],
+    [
+      'a tar cut mid-file inside a whole gzip stream',
+      (gz: Buffer) => {
+        const tar = gunzipSync(gz);
+        return gzipSync(tar.subarray(0, tar.length - 1024 - 20_000));
+      },
+    ],
+    ['a file that is no gzip at all', () => Buffer.from('this is not an archive\n'.repeat(100))],
+    [
+      'a header with a bad checksum',
+      (gz: Buffer) => {
+        const tar = Buffer.from(gunzipSync(gz));
+        tar[148] = tar[148] === 0x30 ? 0x31 : 0x30;
+        return gzipSync(tar);
+      },
+    ],
+  ])(
+    'refuses %s: non-zero exit, a clear message, no record, no file',
+    { timeout: 60_000 },
+    async (_name, damage) => {
+      const good = await backupOf({ 'a.txt': 'a', 'big.bin': Buffer.alloc(60_000, 1) }, work);
+      const bad = path.join(work, `bad-${Date.now()}.tar.gz`);
+      await writeFile(bad, damage(await readFile(good.archive)));
+      const rowsBefore = await backupRows();
+      const filesBefore = await readdir(path.join(data, 'backups', server.uuid));
+
+      const run = await aerie(
+        'backup',
+        'import',
+        '--server',
+        server.uuid,
+        '--name',
+        'broken',
+        '--file',
+        bad,
+        '--json',
+      );
+      expect(run.code).not.toBe(0);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^aerie: .*(damaged|corrupt|truncated|not a|invalid)/im);
+      expect(run.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(await backupRows()).toEqual(rowsBefore);
+      expect(await readdir(path.join(data, 'backups', server.uuid))).toEqual(filesBefore);
+    },
+  );
+
+  it('refuses a file that does not exist', async () => {
+    const run = await aerie(
+      'backup',
+      'import',
+      '--server',
+      server.uuid,
+      '--name',
+      'nothing',
+      '--file',
+      path.join(work, 'nope.tar.gz'),
+      '--json',
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^aerie: .*(does not exist|no such file|not found)/im);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+});

@@ -1,0 +1,246 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { archiveEntries } from '../support/archives.ts';
+import {
+  addSubuser,
+  bearer,
+  createApiKey,
+  createServer,
+  createUser,
+  drainJobs,
+  startTestApp,
+  type TestApp,
+} from '../support/harness.ts';
+
+interface Backup {
+  attributes: {
+    uuid: string;
+    name: string;
+    is_successful: boolean;
+    is_locked: boolean;
+    completed_at: string | null;
+    sha256_hash: string | null;
+    checksum: string | null;
+    bytes: number;
+    ignored_files: string[];
+  };
+}
+
+describe('backups of a server', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => app.close());
+
+  async function setup() {
+    const owner = await createUser(app);
+    const server = await createServer(app, owner);
+    fs.mkdirSync(path.join(server.volume, 'world'), { recursive: true });
+    fs.writeFileSync(path.join(server.volume, 'world', 'level.dat'), 'level');
+    fs.mkdirSync(path.join(server.volume, 'logs'));
+    fs.writeFileSync(path.join(server.volume, 'logs', 'latest.log'), 'noise');
+    fs.writeFileSync(path.join(server.volume, 'server.properties'), 'motd=hi');
+    const { token } = await createApiKey(app, owner);
+    return { owner, server, token, base: `/api/client/servers/${server.identifier}/backups` };
+  }
+
+  const events = async (serverId: string) =>
+    (
+      await app.db.kysely
+        .selectFrom('activity_logs as l')
+        .innerJoin('activity_log_subjects as s', 's.activity_log_id', 'l.id')
+        .select(['l.event', 'l.batch', 'l.properties'])
+        .where('s.subject_type', '=', 'server')
+        .where('s.subject_id', '=', serverId)
+        .orderBy('l.id')
+        .execute()
+    ).map((row) => ({ ...row, properties: JSON.parse(row.properties) as Record<string, unknown> }));
+
+  it('makes a backup in the background, leaving out ignored paths, and records start and completion', async () => {
+    const { server, token, base } = await setup();
+    const res = await app.http.inject({
+      method: 'POST',
+      url: base,
+      headers: bearer(token),
+      payload: { name: 'before update', ignored: 'logs\n*.tmp' },
+    });
+    expect(res.statusCode).toBe(200);
+    const started = res.json<Backup>().attributes;
+    expect(started).toMatchObject({
+      name: 'before update',
+      is_successful: false,
+      completed_at: null,
+      ignored_files: ['logs', '*.tmp'],
+    });
+
+    expect(await drainJobs(app)).toBe(1);
+    const done = (
+      await app.http.inject({ method: 'GET', url: `${base}/${started.uuid}`, headers: bearer(token) })
+    ).json<Backup>().attributes;
+    expect(done.is_successful).toBe(true);
+    expect(done.completed_at).not.toBeNull();
+    const file = path.join(app.config.backupsDir, server.id, `${started.uuid}.tar.gz`);
+    const bytes = fs.readFileSync(file);
+    expect(done.bytes).toBe(bytes.length);
+    expect(done.sha256_hash).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(done.checksum).toBe(`sha256:${done.sha256_hash}`);
+    const entries = await archiveEntries(file);
+    expect(entries).toEqual(expect.arrayContaining(['File:world/level.dat', 'File:server.properties']));
+    expect(entries.some((entry) => entry.includes(':logs'))).toBe(false);
+
+    const recorded = await events(server.id);
+    expect(recorded.map((e) => e.event)).toEqual(['server:backup.start', 'server:backup.complete']);
+    expect(recorded[0]?.batch).toBe(recorded[1]?.batch);
+  });
+
+  it('lists backups newest first with pagination and backup_count, and holds the per-server limit', async () => {
+    const { server, token, base } = await setup();
+    await app.db.kysely.updateTable('servers').set({ backup_limit: 3 }).where('id', '=', server.id).execute();
+    for (let i = 0; i < 3; i++) {
+      expect(
+        (
+          await app.http.inject({
+            method: 'POST',
+            url: base,
+            headers: bearer(token),
+            payload: { name: `b${i}` },
+          })
+        ).statusCode,
+      ).toBe(200);
+    }
+    const over = await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: {} });
+    expect(over.statusCode).toBe(400);
+    expect(over.json<{ errors: { detail: string }[] }>().errors[0]?.detail).toMatch(/limit of 3 backups/);
+
+    const list = await app.http.inject({ method: 'GET', url: `${base}?per_page=2`, headers: bearer(token) });
+    const body = list.json<{
+      data: Backup[];
+      meta: { backup_count: number; pagination: { total: number; total_pages: number } };
+    }>();
+    expect(body.meta.backup_count).toBe(3);
+    expect(body.meta.pagination).toMatchObject({ total: 3, total_pages: 2 });
+    expect(body.data.map((b) => b.attributes.name)).toEqual(['b2', 'b1']);
+    const defaults = await app.http.inject({ method: 'GET', url: base, headers: bearer(token) });
+    expect(defaults.json<{ meta: { pagination: { per_page: number } } }>().meta.pagination.per_page).toBe(20);
+    expect(
+      (await app.http.inject({ method: 'GET', url: `${base}?per_page=51`, headers: bearer(token) }))
+        .statusCode,
+    ).toBe(422);
+  });
+
+  it('locks and unlocks a backup, refuses to delete it while locked, then deletes it and its archive', async () => {
+    const { server, token, base } = await setup();
+    const uuid = (
+      await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: {} })
+    ).json<Backup>().attributes.uuid;
+    // Still being made: cannot be deleted yet.
+    expect(
+      (await app.http.inject({ method: 'DELETE', url: `${base}/${uuid}`, headers: bearer(token) }))
+        .statusCode,
+    ).toBe(409);
+    await drainJobs(app);
+    const locked = await app.http.inject({
+      method: 'POST',
+      url: `${base}/${uuid}/lock`,
+      headers: bearer(token),
+    });
+    expect(locked.json<Backup>().attributes.is_locked).toBe(true);
+    const refused = await app.http.inject({
+      method: 'DELETE',
+      url: `${base}/${uuid}`,
+      headers: bearer(token),
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json<{ errors: { detail: string }[] }>().errors[0]?.detail).toBe(
+      'Cannot delete a backup that is marked as locked.',
+    );
+    const unlocked = await app.http.inject({
+      method: 'POST',
+      url: `${base}/${uuid}/lock`,
+      headers: bearer(token),
+    });
+    expect(unlocked.json<Backup>().attributes.is_locked).toBe(false);
+    const deleted = await app.http.inject({
+      method: 'DELETE',
+      url: `${base}/${uuid}`,
+      headers: bearer(token),
+    });
+    expect(deleted.statusCode).toBe(204);
+    expect(fs.existsSync(path.join(app.config.backupsDir, server.id, `${uuid}.tar.gz`))).toBe(false);
+    expect(
+      (await app.http.inject({ method: 'GET', url: `${base}/${uuid}`, headers: bearer(token) })).statusCode,
+    ).toBe(404);
+    expect((await events(server.id)).map((e) => e.event)).toEqual([
+      'server:backup.start',
+      'server:backup.complete',
+      'server:backup.lock',
+      'server:backup.unlock',
+      'server:backup.delete',
+    ]);
+  });
+
+  it('downloads through a signed link without a token, and refuses a tampered or expired link', async () => {
+    const { server, token, base } = await setup();
+    const uuid = (
+      await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: { name: 'dl' } })
+    ).json<Backup>().attributes.uuid;
+    await drainJobs(app);
+    const link = await app.http.inject({
+      method: 'GET',
+      url: `${base}/${uuid}/download`,
+      headers: bearer(token),
+    });
+    expect(link.statusCode).toBe(200);
+    const url = new URL(link.json<{ object: string; attributes: { url: string } }>().attributes.url);
+    expect(link.json<{ object: string }>().object).toBe('signed_url');
+    const download = await app.http.inject({ method: 'GET', url: url.pathname + url.search });
+    expect(download.statusCode).toBe(200);
+    expect(download.headers['content-disposition']).toBe('attachment; filename="dl.tar.gz"');
+    expect(
+      download.rawPayload.equals(
+        fs.readFileSync(path.join(app.config.backupsDir, server.id, `${uuid}.tar.gz`)),
+      ),
+    ).toBe(true);
+
+    const tokenParam = url.searchParams.get('token') ?? '';
+    const tampered = `${tokenParam.slice(0, -2)}${tokenParam.endsWith('A') ? 'BB' : 'AA'}`;
+    expect(
+      (await app.http.inject({ method: 'GET', url: `/download/backup?token=${tampered}` })).statusCode,
+    ).toBe(403);
+    expect(
+      (await app.http.inject({ method: 'GET', url: '/download/backup?token=nonsense' })).statusCode,
+    ).toBe(403);
+    expect((await events(server.id)).map((e) => e.event)).toContain('server:backup.download');
+  });
+
+  it('checks each backup permission for subusers and hides the server from strangers', async () => {
+    const { server, token, base } = await setup();
+    const uuid = (
+      await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: {} })
+    ).json<Backup>().attributes.uuid;
+    await drainJobs(app);
+    const reader = await createUser(app);
+    await addSubuser(app, server.id, reader, ['backup.read']);
+    const readerToken = (await createApiKey(app, reader)).token;
+    const stranger = (await createApiKey(app, await createUser(app))).token;
+    const as = (t: string, method: 'GET' | 'POST' | 'DELETE', url: string) =>
+      app.http.inject({ method, url, headers: bearer(t), payload: method === 'POST' ? {} : undefined });
+    expect((await as(readerToken, 'GET', base)).statusCode).toBe(200);
+    expect((await as(readerToken, 'GET', `${base}/${uuid}`)).statusCode).toBe(200);
+    expect((await as(readerToken, 'POST', base)).statusCode).toBe(403);
+    expect((await as(readerToken, 'GET', `${base}/${uuid}/download`)).statusCode).toBe(403);
+    expect((await as(readerToken, 'POST', `${base}/${uuid}/lock`)).statusCode).toBe(403);
+    expect((await as(readerToken, 'DELETE', `${base}/${uuid}`)).statusCode).toBe(403);
+    for (const [method, url] of [
+      ['GET', base],
+      ['GET', `${base}/${uuid}`],
+      ['POST', base],
+      ['DELETE', `${base}/${uuid}`],
+    ] as const) {
+      expect((await as(stranger, method, url)).statusCode).toBe(404);
+    }
+  });
+});

@@ -1,0 +1,313 @@
+/**
+ * The durable job queue on the database: claims are exclusive (also between worker processes that
+ * share only the SQLite file), leases run out and are taken over, a worker that lost its lease can
+ * neither renew nor finish the job, and the Worker retries, fails and gives up as promised.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import pino from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { transactorFor } from '../../src/db/executor.ts';
+import { JobRepository } from '../../src/jobs/job.repository.ts';
+import { Worker, type JobContext, type JobHandler, type JobHandlers } from '../../src/jobs/worker.ts';
+import { AppError } from '../../src/shared/errors.ts';
+import { ArchiveError } from '../../src/storage/archive.types.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+let app: TestApp;
+let jobs: JobRepository;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  jobs = new JobRepository(app.db.kysely, app.db.kind, transactorFor(app.db.kysely));
+});
+
+afterAll(async () => {
+  await app.close();
+});
+
+beforeEach(async () => {
+  await app.db.kysely.deleteFrom('jobs').execute();
+});
+
+async function enqueue(count: number, runAt = at(0), maxAttempts?: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(
+      await jobs.enqueue(
+        { kind: 'test.noop', payload: { i }, batch: randomUUID(), ...(maxAttempts ? { maxAttempts } : {}) },
+        runAt,
+      ),
+    );
+  }
+  return ids;
+}
+
+const row = (id: number) =>
+  app.db.kysely.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+/** Claims until nothing is left, as `owner`. */
+async function claimAll(repo: JobRepository, owner: string, now = at(1000)): Promise<number[]> {
+  const claimed: number[] = [];
+  for (
+    let job = await repo.claim(owner, now, at(600_000));
+    job;
+    job = await repo.claim(owner, now, at(600_000))
+  )
+    claimed.push(job.id);
+  return claimed;
+}
+
+describe('claim', () => {
+  it('gives each job to exactly one of several concurrent owners', async () => {
+    const ids = await enqueue(40);
+    const owners = ['a', 'b', 'c', 'd', 'e'];
+    const claims = await Promise.all(owners.map((owner) => claimAll(jobs, owner)));
+    expect(claims.flat().sort((x, y) => x - y)).toEqual(ids);
+    for (const [i, owner] of owners.entries()) {
+      for (const id of claims[i]!)
+        expect(await row(id)).toMatchObject({ state: 'running', lease_owner: owner, attempts: 1 });
+    }
+  });
+
+  it(
+    'gives each job to exactly one of several worker processes sharing the database file, without errors',
+    { timeout: 60_000 },
+    async () => {
+      const ids = await enqueue(600); // enough that the claims overlap in time
+      const script = path.join(app.dataDir, 'claimer.mts');
+      await writeFile(
+        script,
+        `import { connect } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/db/connection.ts')).href)};
+import { transactorFor } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/db/executor.ts')).href)};
+import { JobRepository } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/jobs/job.repository.ts')).href)};
+const [file, owner, startAt] = process.argv.slice(2);
+const db = connect({ kind: 'sqlite', url: 'sqlite:' + file, sqlitePath: file });
+const jobs = new JobRepository(db.kysely, 'sqlite', transactorFor(db.kysely));
+while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
+const claimed = [], errors = [];
+for (let misses = 0; misses < 3; ) {
+  try {
+    const job = await jobs.claim(owner, ${JSON.stringify(at(1000))}, ${JSON.stringify(at(600_000))});
+    if (job) { claimed.push(job.id); misses = 0; } else misses += 1;
+  } catch (error) { errors.push(String(error.message)); misses = 0; }
+}
+process.stdout.write(JSON.stringify({ claimed, errors }));
+await db.destroy();
+`,
+      );
+      const startAt = Date.now() + 4000; // all of them claim at once, after starting up
+      const run = promisify(execFile);
+      const outputs = await Promise.all(
+        ['p1', 'p2', 'p3', 'p4'].map((owner) =>
+          run(
+            process.execPath,
+            ['--import', 'tsx', script, app.config.database.sqlitePath!, owner, String(startAt)],
+            { cwd: ROOT },
+          ),
+        ),
+      );
+      const results = outputs.map((o) => JSON.parse(o.stdout) as { claimed: number[]; errors: string[] });
+      expect(results.flatMap((r) => r.errors)).toEqual([]);
+      expect(results.flatMap((r) => r.claimed).sort((x, y) => x - y)).toEqual(ids);
+      // The processes really raced for the same rows.
+      expect(results.filter((r) => r.claimed.length > 0).length).toBeGreaterThan(1);
+    },
+  );
+
+  it('leaves a job whose run_at is still to come', async () => {
+    const [id] = await enqueue(1, at(5000));
+    expect(await jobs.claim('a', at(4999), at(60_000))).toBeUndefined();
+    expect((await row(id!)).state).toBe('queued');
+    expect(await jobs.claim('a', at(5000), at(60_000))).toMatchObject({ id, state: 'running', attempts: 1 });
+  });
+
+  it('skips a job still to come for a younger one that is due', async () => {
+    const [later] = await enqueue(1, at(5000));
+    const [due] = await enqueue(1, at(0));
+    expect((await jobs.claim('a', at(1000), at(60_000)))?.id).toBe(due);
+    expect(await jobs.claim('a', at(1000), at(60_000))).toBeUndefined();
+    expect((await row(later!)).state).toBe('queued');
+  });
+
+  it('claims the oldest due job first and ignores finished ones', async () => {
+    const [first, second] = await enqueue(2);
+    expect((await jobs.claim('a', at(1), at(100)))?.id).toBe(first);
+    expect(await jobs.finish(first!, 'a', 'succeeded', null, at(2))).toBe(true);
+    expect((await jobs.claim('a', at(3), at(100)))?.id).toBe(second);
+    expect(await jobs.finish(second!, 'a', 'failed', 'no', at(4))).toBe(true);
+    expect(await jobs.claim('b', at(1_000_000), at(2_000_000))).toBeUndefined();
+  });
+});
+
+describe('leases', () => {
+  it('are taken over once expired; the old owner can then neither renew nor finish', async () => {
+    const [id] = await enqueue(1);
+    expect(await jobs.claim('old', at(0), at(1000))).toMatchObject({ id, attempts: 1, lease_owner: 'old' });
+    expect(await jobs.heartbeat(id!, 'old', at(500), at(1500))).toBe(true);
+    expect(await jobs.claim('new', at(1499), at(99_000))).toBeUndefined(); // renewed: not yet expired
+    const taken = await jobs.claim('new', at(1501), at(99_000));
+    expect(taken).toMatchObject({ id, attempts: 2, lease_owner: 'new', lease_expires_at: at(99_000) });
+
+    expect(await jobs.heartbeat(id!, 'old', at(1600), at(2600))).toBe(false);
+    expect(await jobs.finish(id!, 'old', 'succeeded', null, at(1700))).toBe(false);
+    expect(await row(id!)).toMatchObject({
+      state: 'running',
+      lease_owner: 'new',
+      lease_expires_at: at(99_000),
+      finished_at: null,
+    });
+
+    expect(await jobs.heartbeat(id!, 'new', at(2000), at(100_000))).toBe(true);
+    expect(await jobs.finish(id!, 'new', 'succeeded', null, at(3000))).toBe(true);
+    expect(await row(id!)).toMatchObject({
+      state: 'succeeded',
+      finished_at: at(3000),
+      lease_expires_at: null,
+    });
+    expect(await jobs.heartbeat(id!, 'new', at(4000), at(5000))).toBe(false); // finished: nothing to renew
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The Worker, with a handler of our own for the one job kind.
+
+const silent = pino({ level: 'silent' });
+
+function recordingHandler(run: (job: JobContext<unknown>) => Promise<void>) {
+  const failures: { id: number; reason: string; attempt: number }[] = [];
+  const runs: number[] = [];
+  const handler: JobHandler<unknown> = {
+    run: async (job) => {
+      runs.push(job.attempt);
+      await run(job);
+    },
+    fail: (job, reason) => {
+      failures.push({ id: job.id, reason, attempt: job.attempt });
+      return Promise.resolve();
+    },
+  };
+  return { handler, failures, runs };
+}
+
+function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_000) {
+  // Only restore jobs are queued in these tests; the other kinds need no handler here.
+  const handlers = { 'backup.restore': handler } as Partial<JobHandlers> as JobHandlers;
+  return new Worker(jobs, handlers, now, silent, {
+    node: 'test',
+    pollMs: 10,
+    leaseMs,
+  });
+}
+
+const enqueueKind = (maxAttempts = 3, runAt = at(0)) =>
+  jobs.enqueue({ kind: 'backup.restore', payload: { x: 1 }, batch: randomUUID(), maxAttempts }, runAt);
+
+describe('Worker', () => {
+  it('retries a job that failed for a passing reason later, then fails it for good', async () => {
+    let clock = T0 + 10;
+    const { handler, failures, runs } = recordingHandler(() =>
+      Promise.reject(new Error('ECONNRESET: something passing')),
+    );
+    const worker = workerWith(handler, () => new Date(clock));
+    const id = await enqueueKind(3);
+
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({
+      state: 'queued',
+      attempts: 1,
+      run_at: at(10 + 2000),
+      lease_owner: null,
+    });
+    expect((await row(id)).error).toMatch(/internal error/); // the details stay in the log
+    expect(await worker.runOnce()).toBe(false); // not due yet
+    clock = T0 + 2010;
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({ state: 'queued', attempts: 2, run_at: at(2010 + 4000) });
+    clock = T0 + 6010;
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 3 });
+    expect(runs).toEqual([1, 2, 3]);
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatchObject({ id, attempt: 3 });
+    expect(failures[0]?.reason).toMatch(/internal error/);
+  });
+
+  it.each([
+    ['an archive error', new ArchiveError('corrupt', 'the archive is damaged')],
+    [
+      'a refusal',
+      new (class extends AppError {
+        status = 400;
+        code = 'X';
+      })('the backup no longer exists'),
+    ],
+  ])('fails a job at once on %s, with its message as the reason', async (_n, error) => {
+    const { handler, failures, runs } = recordingHandler(() => Promise.reject(error));
+    const id = await enqueueKind(3);
+    expect(await workerWith(handler, () => new Date(T0)).runOnce()).toBe(true);
+    expect(runs).toEqual([1]);
+    expect(failures).toEqual([{ id, reason: error.message, attempt: 1 }]);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 1, error: error.message });
+  });
+
+  it('gives up a job claimed more often than max_attempts without running it', async () => {
+    const { handler, failures, runs } = recordingHandler(async () => {});
+    const id = await enqueueKind(2);
+    await app.db.kysely
+      .updateTable('jobs')
+      .set({ state: 'running', attempts: 2, lease_owner: 'dead', lease_expires_at: at(5) })
+      .where('id', '=', id)
+      .execute();
+    expect(await workerWith(handler, () => new Date(T0 + 10)).runOnce()).toBe(true);
+    expect(runs).toEqual([]);
+    expect(failures).toEqual([{ id, reason: 'gave up after 2 attempts that did not finish', attempt: 3 }]);
+    expect(await row(id)).toMatchObject({
+      state: 'failed',
+      attempts: 3,
+      error: 'gave up after 2 attempts that did not finish',
+    });
+  });
+
+  it('tells a running handler when its lease was taken, and then leaves the job to the new owner', async () => {
+    let sawAbort = false;
+    const { handler, failures } = recordingHandler(
+      (job) =>
+        new Promise<void>((_resolve, reject) => {
+          job.signal.addEventListener('abort', () => {
+            sawAbort = true;
+            reject(new ArchiveError('corrupt', 'would be permanent, but the lease is gone'));
+          });
+        }),
+    );
+    const id = await enqueueKind(3, new Date().toISOString());
+    const worker = workerWith(handler, () => new Date(), 150);
+    const running = worker.runOnce();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Another worker that believes the lease ran out takes the job.
+    const thief = await jobs.claim('thief', new Date(Date.now() + 3_600_000).toISOString(), at(99_000_000));
+    expect(thief?.id).toBe(id);
+    expect(await running).toBe(true);
+    expect(sawAbort).toBe(true);
+    expect(failures).toEqual([]);
+    expect(await row(id)).toMatchObject({ state: 'running', lease_owner: 'thief', attempts: 2, error: null });
+  });
+
+  it('finishes a job that succeeds, once', async () => {
+    const { handler, runs } = recordingHandler(async () => {});
+    const id = await enqueueKind();
+    const worker = workerWith(handler, () => new Date(T0));
+    expect(await worker.runOnce()).toBe(true);
+    expect(await worker.runOnce()).toBe(false);
+    expect(runs).toEqual([1]);
+    expect(await row(id)).toMatchObject({ state: 'succeeded', attempts: 1, error: null, finished_at: at(0) });
+  });
+});
