@@ -144,6 +144,8 @@ export function createServices({
     serverQueries,
     backups,
     serverBackups,
+    jobs,
+    jobHandlers,
     createWorker,
   };
 }

@@ -41,8 +41,8 @@ export class RestoreJob implements JobHandler<Payload> {
 
   async run(job: JobContext<Payload>): Promise<void> {
     const { serverId, backupId, truncate } = job.payload;
-    const paths = restorePaths(this.volumesDir, serverId, job.id);
-    const recovered = await recoverRestore(paths);
+    const paths = restorePaths(this.volumesDir, serverId, job.id, job.attempt);
+    const recovered = await this.recoverEarlierAttempts(job);
     if (recovered !== 'clean')
       this.logger.warn({ job: job.id, recovered }, 'restore picked up after a crash');
     const backup = await this.backups.findOfServer(serverId, backupId);
@@ -57,9 +57,13 @@ export class RestoreJob implements JobHandler<Payload> {
           throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
         }
         job.signal.throwIfAborted();
-        return stageRestore(paths, archive, { truncate, maxBytes });
+        return stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal });
       });
-      job.signal.throwIfAborted();
+      // The swap must happen once: only while this worker still holds the job.
+      if (!(await job.renewLease())) {
+        await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
+        throw new Error('the job lease was lost before the swap');
+      }
       await swapIn(paths);
       properties.files = report.files;
       if (report.skipped.length > 0) {
@@ -71,9 +75,26 @@ export class RestoreJob implements JobHandler<Payload> {
     await this.finish(job, 'server:backup.restore-complete', properties);
   }
 
+  /**
+   * Finishes or undoes what earlier attempts (and this one) left: 'completed' when one of them
+   * had already swapped the restored tree in, 'clean' or 'rolled-back' otherwise.
+   */
+  private async recoverEarlierAttempts(
+    job: JobContext<Payload>,
+  ): Promise<'clean' | 'rolled-back' | 'completed'> {
+    let outcome: 'clean' | 'rolled-back' | 'completed' = 'clean';
+    for (let attempt = 1; attempt <= job.attempt; attempt++) {
+      const result = await recoverRestore(
+        restorePaths(this.volumesDir, job.payload.serverId, job.id, attempt),
+      );
+      if (result === 'completed' || (result === 'rolled-back' && outcome === 'clean')) outcome = result;
+    }
+    return outcome;
+  }
+
   async fail(job: JobContext<Payload>, reason: string): Promise<void> {
     // Whatever a worker left half-done is finished or undone before the server is released.
-    const recovered = await recoverRestore(restorePaths(this.volumesDir, job.payload.serverId, job.id));
+    const recovered = await this.recoverEarlierAttempts(job);
     if (recovered === 'completed') {
       await this.finish(job, 'server:backup.restore-complete', { name: await this.nameOf(job) });
       return;

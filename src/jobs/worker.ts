@@ -16,6 +16,12 @@ export interface JobContext<P> {
   attempt: number;
   /** Aborted when this worker loses the job's lease (another worker may now own it). */
   signal: AbortSignal;
+  /**
+   * Renews the lease now and says whether this worker still holds the job. Call it right before
+   * a step that must not run twice (a restore's swap): after a true, no other worker can claim
+   * the job for a whole lease.
+   */
+  renewLease(): Promise<boolean>;
 }
 
 export interface JobHandler<P> {
@@ -116,6 +122,11 @@ export class Worker {
       batch: row.batch,
       attempt: row.attempts,
       signal: lease.signal,
+      renewLease: async () => {
+        const held = await this.jobs.heartbeat(row.id, this.owner, now(), this.leaseUntil());
+        if (!held) lease.abort(new Error('the job lease was lost'));
+        return held;
+      },
     };
     if (row.attempts > row.max_attempts) {
       const reason = `gave up after ${row.max_attempts} attempts that did not finish`;
@@ -139,8 +150,9 @@ export class Worker {
     try {
       log.info('job started');
       await handler.run(job);
-      await this.jobs.finish(row.id, this.owner, 'succeeded', null, now());
-      log.info('job succeeded');
+      if (await this.jobs.finish(row.id, this.owner, 'succeeded', null, now())) log.info('job succeeded');
+      else
+        log.warn('job finished after its lease was lost; the worker that took it over decides its outcome');
     } catch (error) {
       if (lease.signal.aborted) {
         log.warn({ err: error }, 'job abandoned: its lease was lost');

@@ -42,6 +42,8 @@ export interface ExtractReport {
 export interface ExtractLimits {
   /** Most bytes the extracted tree may take (file content plus 4 KiB per entry); null = no limit of its own. */
   maxBytes: number | null;
+  /** Aborts the extraction: it stops at once and rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface Progress {

@@ -54,7 +54,8 @@ export async function extractArchive(
 ): Promise<ExtractReport> {
   const budget = await diskBudget(destination, limits.maxBytes);
   const extraction = new Extraction(destination, budget, onProgress);
-  await readArchive(archivePath, extraction);
+  limits.signal?.throwIfAborted();
+  await readArchive(archivePath, extraction, limits.signal);
   return extraction.finish();
 }
 
@@ -231,7 +232,7 @@ class Extraction {
  * once every entry has been handled; rejects with the first failure, after every stream and file
  * handle has been released.
  */
-async function readArchive(archivePath: string, extraction: Extraction): Promise<void> {
+async function readArchive(archivePath: string, extraction: Extraction, signal?: AbortSignal): Promise<void> {
   const input = createReadStream(archivePath);
   const gunzip = createGunzip({ chunkSize: 64 * 1024 });
   const parser = new Parser({ zstd: false, brotli: false });
@@ -265,6 +266,8 @@ async function readArchive(archivePath: string, extraction: Extraction): Promise
     work = work.then(() => (outcome.failure === null ? task() : undefined)).then(undefined, fail);
   };
 
+  const abort = (): void => fail(signal?.reason ?? new Error('the extraction was aborted'));
+  signal?.addEventListener('abort', abort, { once: true });
   input.on('error', (err) => fail(inputFailure(err)));
   gunzip.on('error', (err) => fail(corrupt(`gzip data is damaged: ${err.message}`)));
   for (const event of ['entry', 'ignoredEntry']) {
@@ -288,6 +291,7 @@ async function readArchive(archivePath: string, extraction: Extraction): Promise
     fail(err);
   }
   await work;
+  signal?.removeEventListener('abort', abort);
   if (!input.closed) await new Promise<void>((resolve) => input.once('close', () => resolve()));
   if (outcome.failure !== null) throw outcome.failure;
 }

@@ -36,16 +36,32 @@ export interface StageOptions {
   /** true: the volume becomes exactly the backup. false: files only in the live volume are kept. */
   truncate: boolean;
   maxBytes: number | null;
+  /** Stops the work when aborted (the job's lease was lost); staging is then removed. */
+  signal?: AbortSignal;
 }
 
 export type RecoveryOutcome = 'clean' | 'rolled-back' | 'completed';
 
-export function restorePaths(volumesDir: string, serverUuid: string, jobId: number): RestorePaths {
+/**
+ * The directories of one attempt at a restore job. Each attempt has its own staging and retired
+ * names, so a worker that lost its job's lease can never write into, or delete, the directories
+ * of the worker that took the job over.
+ */
+export function restorePaths(
+  volumesDir: string,
+  serverUuid: string,
+  jobId: number,
+  attempt = 1,
+): RestorePaths {
   if (serverUuid === '' || serverUuid === '.' || serverUuid === '..' || /[/\0]/.test(serverUuid)) {
     throw new Error(`invalid server uuid ${JSON.stringify(serverUuid)}`);
   }
   if (!Number.isSafeInteger(jobId)) throw new Error(`invalid job id ${jobId}`);
-  const prefix = path.join(volumesDir, `.restore-${serverUuid}-${jobId}`);
+  if (!Number.isSafeInteger(attempt) || attempt < 1) throw new Error(`invalid attempt ${attempt}`);
+  const prefix = path.join(
+    volumesDir,
+    `.restore-${serverUuid}-${jobId}${attempt === 1 ? '' : `-${attempt}`}`,
+  );
   return {
     volume: path.join(volumesDir, serverUuid),
     staging: `${prefix}.staging`,
@@ -70,9 +86,10 @@ export async function stageRestore(
     const report = await extractArchive(
       archivePath,
       paths.staging,
-      { maxBytes: options.maxBytes },
+      { maxBytes: options.maxBytes, ...(options.signal ? { signal: options.signal } : {}) },
       onProgress,
     );
+    options.signal?.throwIfAborted();
     if (!options.truncate) {
       const used = report.bytes + ENTRY_COST * (report.files + report.directories);
       await mergeLiveVolume(paths.volume, paths.staging, new MergeBudget(used, options.maxBytes));
