@@ -14,6 +14,7 @@ import pino, { type Logger } from 'pino';
 import { BackupRepository } from './backups/backup.repository.ts';
 import { BackupService } from './backups/backup.service.ts';
 import { BackupArchiveJob } from './backups/backup-archive.job.ts';
+import { RestoreThrottle } from './backups/restore-throttle.ts';
 import { DownloadSigner } from './backups/download-signer.ts';
 import { ServerBackupsService } from './backups/server-backups.service.ts';
 import { loadAppKey } from './shared/app-key.ts';
@@ -93,6 +94,10 @@ export function createServices({
     transaction,
     clock,
     (server) => servers.volumeOf(server),
+    new RestoreThrottle(
+      counters,
+      config.apiRateLimitPerMinute === 0 ? null : config.restoreLimitPer15Minutes,
+    ),
   );
   const serverBackups = new ServerBackupsService(
     backupRepository,

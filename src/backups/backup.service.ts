@@ -18,6 +18,7 @@ import { createArchive } from '../storage/create-archive.ts';
 import { verifyArchive } from '../storage/verify-archive.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { BackupParams, RestoreBody } from './backup.schema.ts';
+import type { RestoreThrottle } from './restore-throttle.ts';
 
 export interface BackupRecord {
   uuid: string;
@@ -39,6 +40,7 @@ export class BackupService {
     private readonly transaction: Transactor,
     private readonly clock: Clock,
     private readonly volumeOf: (server: Pick<ServerRow, 'id'>) => string,
+    private readonly throttle: RestoreThrottle,
   ) {}
 
   /**
@@ -65,33 +67,35 @@ export class BackupService {
 
     const truncate = body.truncate;
     const now = toStoredTime(this.clock());
-    await this.transaction(async (trx) => {
-      if (!(await this.servers.claimStatus(access.server.id, RESTORING, now, trx))) {
-        const current = await this.servers.findByReference(access.server.id, trx);
-        throw conflictFor(current?.status ?? RESTORING);
-      }
-      const payload: JobPayloads['backup.restore'] = {
-        serverId: access.server.id,
-        backupId: backup.id,
-        truncate,
-        actorId: context.actor.user.id,
-        ip: context.ip,
-      };
-      await this.jobs.enqueue({ kind: 'backup.restore', payload, batch: context.batch }, now, trx);
-      await this.activity.record(
-        context,
-        {
-          event: 'server:backup.restore',
-          actor: context.actor,
-          properties: { name: backup.name, truncate },
-          subjects: [
-            { type: 'server', id: access.server.id },
-            { type: 'backup', id: backup.id },
-          ],
-        },
-        trx,
-      );
-    });
+    await this.throttle.run(access.server.id, () =>
+      this.transaction(async (trx) => {
+        if (!(await this.servers.claimStatus(access.server.id, RESTORING, now, trx))) {
+          const current = await this.servers.findByReference(access.server.id, trx);
+          throw conflictFor(current?.status ?? RESTORING);
+        }
+        const payload: JobPayloads['backup.restore'] = {
+          serverId: access.server.id,
+          backupId: backup.id,
+          truncate,
+          actorId: context.actor.user.id,
+          ip: context.ip,
+        };
+        await this.jobs.enqueue({ kind: 'backup.restore', payload, batch: context.batch }, now, trx);
+        await this.activity.record(
+          context,
+          {
+            event: 'server:backup.restore',
+            actor: context.actor,
+            properties: { name: backup.name, truncate },
+            subjects: [
+              { type: 'server', id: access.server.id },
+              { type: 'backup', id: backup.id },
+            ],
+          },
+          trx,
+        );
+      }),
+    );
   }
 
   /** Stores an existing .tar.gz as a backup of a server, after reading it through to prove it whole. */

@@ -13,7 +13,7 @@ export async function verifyArchive(file: string, onProgress?: (p: Progress) => 
   const seen: Progress = { files: 0, bytes: 0 };
   let problem: string | undefined;
   const parser = new Parser({
-    strict: true,
+    // Not strict: warnings are judged below (an empty archive warns, and is valid).
     onReadEntry: (entry: ReadEntry) => {
       seen.files += 1;
       seen.bytes += entry.size ?? 0;
@@ -21,8 +21,20 @@ export async function verifyArchive(file: string, onProgress?: (p: Progress) => 
       entry.resume();
     },
   });
-  parser.on('warn', (_code: string, message: string | Error) => {
-    problem ??= typeof message === 'string' ? message : message.message;
+  // As in extraction: an archive of nothing but end-of-archive blocks (or of nothing) is a valid,
+  // empty archive, and one without end blocks inside a whole gzip stream is accepted.
+  let sawNullBlock = false;
+  for (const event of ['nullBlock', 'eof']) parser.on(event, () => (sawNullBlock = true));
+  parser.on('warn', (code: string, message: string | Error) => {
+    const text = typeof message === 'string' ? message : message.message;
+    if (
+      code === 'TAR_BAD_ARCHIVE' &&
+      seen.files === 0 &&
+      sawNullBlock &&
+      /unrecognized archive format/i.test(text)
+    )
+      return;
+    problem ??= text;
   });
   // The parser's first error fails the read at once. It is kept here rather than in a promise
   // awaited later: a promise that rejects while nobody awaits it yet is an unhandled rejection,

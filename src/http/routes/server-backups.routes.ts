@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   BackupListQuerySchema,
@@ -11,10 +11,22 @@ import {
   SignedUrlSchema,
 } from '../../backups/backup.schema.ts';
 import type { Services } from '../../services.ts';
+import { NotFoundError } from '../../shared/errors.ts';
 import { authenticatedContextOf, pageUrlOf } from '../request-context.ts';
 
 const tags = ['backups'];
 const security = [{ bearerAuth: [] }];
+
+/**
+ * A path segment too long to be any identifier names nothing: 404, as for any unknown server or
+ * backup (the schema's 422 would tell "malformed" from "not yours"). A bad query or body is 422.
+ */
+function assertValid(request: FastifyRequest): void {
+  const error = request.validationError;
+  if (error === undefined) return;
+  if (error.validationContext === 'params') throw new NotFoundError();
+  throw error;
+}
 
 /** Backups under /api/client/servers/{server}/backups (the restore route has a file of its own). */
 export function serverBackupRoutes(
@@ -35,14 +47,17 @@ export function serverBackupRoutes(
         querystring: BackupListQuerySchema,
         response: { 200: BackupListSchema },
       },
+      attachValidation: true,
     },
-    (request) =>
-      serverBackups.list(
+    (request) => {
+      assertValid(request);
+      return serverBackups.list(
         authenticatedContextOf(request).actor,
         request.params.server,
         request.query,
         pageUrlOf(request),
-      ),
+      );
+    },
   );
 
   typed.post(
@@ -56,8 +71,12 @@ export function serverBackupRoutes(
         body: CreateBackupBodySchema,
         response: { 200: BackupResourceSchema },
       },
+      attachValidation: true,
     },
-    (request) => serverBackups.create(authenticatedContextOf(request), request.params.server, request.body),
+    (request) => {
+      assertValid(request);
+      return serverBackups.create(authenticatedContextOf(request), request.params.server, request.body);
+    },
   );
 
   typed.get(
@@ -70,8 +89,12 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: BackupResourceSchema },
       },
+      attachValidation: true,
     },
-    (request) => serverBackups.get(authenticatedContextOf(request).actor, request.params),
+    (request) => {
+      assertValid(request);
+      return serverBackups.get(authenticatedContextOf(request).actor, request.params);
+    },
   );
 
   typed.get(
@@ -84,13 +107,16 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: SignedUrlSchema },
       },
+      attachValidation: true,
     },
-    (request) =>
-      serverBackups.downloadLink(
+    (request) => {
+      assertValid(request);
+      return serverBackups.downloadLink(
         authenticatedContextOf(request),
         request.params,
         `${request.protocol}://${request.host}`,
-      ),
+      );
+    },
   );
 
   typed.post(
@@ -103,8 +129,12 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: BackupResourceSchema },
       },
+      attachValidation: true,
     },
-    (request) => serverBackups.toggleLock(authenticatedContextOf(request), request.params),
+    (request) => {
+      assertValid(request);
+      return serverBackups.toggleLock(authenticatedContextOf(request), request.params);
+    },
   );
 
   typed.delete(
@@ -116,8 +146,10 @@ export function serverBackupRoutes(
         summary: 'Delete a backup and its archive (backup.delete)',
         params: BackupParamsSchema,
       },
+      attachValidation: true,
     },
     async (request, reply) => {
+      assertValid(request);
       await serverBackups.delete(authenticatedContextOf(request), request.params);
       return reply.code(204).send();
     },

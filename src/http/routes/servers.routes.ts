@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ActivityListSchema, ActivityQuerySchema } from '../../activity/activity.schema.ts';
 import { ServerParamsSchema } from '../../backups/backup.schema.ts';
@@ -10,7 +10,16 @@ import {
 } from '../../servers/server.schema.ts';
 import { toAccount } from '../../servers/server-query.service.ts';
 import type { Services } from '../../services.ts';
+import { NotFoundError } from '../../shared/errors.ts';
 import { authenticatedContextOf, pageUrlOf } from '../request-context.ts';
+
+/** A path segment too long to be any server names nothing: 404. A bad query stays a 422. */
+function assertValid(request: FastifyRequest): void {
+  const error = request.validationError;
+  if (error === undefined) return;
+  if (error.validationContext === 'params') throw new NotFoundError();
+  throw error;
+}
 
 export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Services, 'serverQueries'>): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -40,8 +49,12 @@ export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Servi
         params: ServerParamsSchema,
         response: { 200: ServerResourceSchema },
       },
+      attachValidation: true,
     },
-    (request) => serverQueries.get(authenticatedContextOf(request).actor, request.params.server),
+    (request) => {
+      assertValid(request);
+      return serverQueries.get(authenticatedContextOf(request).actor, request.params.server);
+    },
   );
 
   typed.get(
@@ -55,14 +68,17 @@ export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Servi
         querystring: ActivityQuerySchema,
         response: { 200: ActivityListSchema },
       },
+      attachValidation: true,
     },
-    (request) =>
-      serverQueries.activityFeed(
+    (request) => {
+      assertValid(request);
+      return serverQueries.activityFeed(
         authenticatedContextOf(request).actor,
         request.params.server,
         request.query,
         pageUrlOf(request),
-      ),
+      );
+    },
   );
 
   typed.get(
