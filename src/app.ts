@@ -9,7 +9,7 @@ import { requireAuthentication } from './http/authenticate.ts';
 import { ApiRateLimiter } from './http/rate-limit.ts';
 import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
-import { installErrorHandling } from './http/error-handler.ts';
+import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
@@ -62,6 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler,
   });
   http.decorateRequest('actor', null);
   if (deps.counters === undefined) http.addHook('onClose', () => counters.close());

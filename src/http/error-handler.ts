@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../shared/errors.ts';
 import type { RouteIndex } from './allowed-methods.ts';
 import { errorEnvelope, validationEnvelope } from './envelope.ts';
@@ -78,4 +78,24 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
     }
     return reply.code(404).send(errorEnvelope(404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]));
   });
+}
+
+/**
+ * Fastify answers some requests before any route or hook runs: a path with broken
+ * percent-encoding, or a path parameter longer than the router allows. Such a path names
+ * nothing that exists, so it is a 404 in the envelope like any other.
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const known = error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+  const [status, code, detail] = known
+    ? [404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]]
+    : [400, 'BadRequestHttpException', FRAMEWORK_ERRORS[400]![1]];
+  void reply
+    .code(status)
+    .header('x-request-id', request.id)
+    .send(errorEnvelope(status, code, detail));
 }
