@@ -10,7 +10,6 @@ import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
 import { ArchiveError } from '../storage/archive.types.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
-import { sha256File } from '../storage/checksum.ts';
 import { recoverRestore, restorePaths, stageRestore, swapIn } from '../storage/restore-files.ts';
 import type { BackupRepository } from './backup.repository.ts';
 
@@ -51,14 +50,14 @@ export class RestoreJob implements JobHandler<Payload> {
     if (recovered !== 'completed') {
       const server = await this.servers.findByReference(serverId);
       const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
-      const report = await this.storage.withLocalFile(serverId, backupId, async (archive) => {
-        const { sha256 } = await sha256File(archive);
-        if (backup.sha256 !== null && sha256 !== backup.sha256) {
-          throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
-        }
-        job.signal.throwIfAborted();
-        return stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal });
-      });
+      const report = await this.storage.withLocalFile(serverId, backupId, (archive) =>
+        stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal }),
+      );
+      // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
+      if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
+        await recoverRestore(paths);
+        throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+      }
       // The swap must happen once: only while this worker still holds the job.
       if (!(await job.renewLease())) {
         await recoverRestore(paths); // only this attempt's staging: the new owner's are its own

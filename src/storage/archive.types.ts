@@ -35,6 +35,8 @@ export interface ExtractReport {
   /** Bytes of regular-file content written. */
   bytes: number;
   skipped: SkippedEntry[];
+  /** SHA-256 (hex) of the archive file, taken while it was read. */
+  archiveSha256?: string;
   /** How many more entries were skipped beyond those listed in `skipped` (absent when none). */
   skippedOmitted?: number;
 }

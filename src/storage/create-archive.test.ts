@@ -165,6 +165,7 @@ describe('createArchive', () => {
       directories: 0,
       bytes: 0,
       skipped: [],
+      archiveSha256: summary.sha256,
     });
   });
 

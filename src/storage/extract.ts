@@ -5,6 +5,7 @@
  * in `skipped`. Entry paths are confined to the destination, the disk limit and the free space are
  * enforced while data streams in, and any damage to the gzip or tar data fails the whole restore.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream, constants as fsc } from 'node:fs';
 import { lstat, mkdir, open, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -55,8 +56,8 @@ export async function extractArchive(
   const budget = await diskBudget(destination, limits.maxBytes);
   const extraction = new Extraction(destination, budget, onProgress);
   limits.signal?.throwIfAborted();
-  await readArchive(archivePath, extraction, limits.signal);
-  return extraction.finish();
+  const archiveSha256 = await readArchive(archivePath, extraction, limits.signal);
+  return { ...(await extraction.finish()), archiveSha256 };
 }
 
 /** Maps an entry path to a path relative to the destination ('' = the destination itself). */
@@ -232,8 +233,16 @@ class Extraction {
  * once every entry has been handled; rejects with the first failure, after every stream and file
  * handle has been released.
  */
-async function readArchive(archivePath: string, extraction: Extraction, signal?: AbortSignal): Promise<void> {
+/** Streams the archive through the extraction; resolves with the SHA-256 of the archive file. */
+async function readArchive(
+  archivePath: string,
+  extraction: Extraction,
+  signal?: AbortSignal,
+): Promise<string> {
   const input = createReadStream(archivePath);
+  // The archive's checksum is taken on the same read: one pass over the file, not two.
+  const hash = createHash('sha256');
+  input.on('data', (chunk) => hash.update(chunk));
   const gunzip = createGunzip({ chunkSize: 64 * 1024 });
   const parser = new Parser({ zstd: false, brotli: false });
   const outcome: { failure: Error | null } = { failure: null };
@@ -294,6 +303,7 @@ async function readArchive(archivePath: string, extraction: Extraction, signal?:
   signal?.removeEventListener('abort', abort);
   if (!input.closed) await new Promise<void>((resolve) => input.once('close', () => resolve()));
   if (outcome.failure !== null) throw outcome.failure;
+  return hash.digest('hex');
 }
 
 /**
