@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../http/pagination.ts';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 
@@ -24,8 +24,7 @@ export const ActivityQuerySchema = Type.Object(
       default: '-timestamp',
       description: 'Order by time; a leading minus means newest first.',
     }),
-    per_page: Type.Integer({ minimum: 1, maximum: 100, default: 25 }),
-    page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+    ...pageQuery({ default: 25, maximum: 100 }),
   },
   { patternProperties: { '^filter\\[(?!(?:event|ip|actor_id)\\]$)': false } },
 );

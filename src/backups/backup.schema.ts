@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../http/pagination.ts';
 
 export const ServerParamsSchema = Type.Object({
   server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
@@ -38,8 +38,7 @@ export const BackupResourceSchema = Type.Object({
 export type BackupResource = Static<typeof BackupResourceSchema>;
 
 export const BackupListQuerySchema = Type.Object({
-  per_page: Type.Integer({ minimum: 1, maximum: 50, default: 20 }),
-  page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+  ...pageQuery({ default: 20, maximum: 50 }),
 });
 export type BackupListQuery = Static<typeof BackupListQuerySchema>;
 

@@ -10,6 +10,14 @@ export const PaginationSchema = Type.Object({
 });
 export type Pagination = Static<typeof PaginationSchema>;
 
+/** The `per_page` and `page` query parameters of a listing, with its own default and maximum. */
+export function pageQuery(perPage: { default: number; maximum: number }) {
+  return {
+    per_page: Type.Integer({ minimum: 1, maximum: perPage.maximum, default: perPage.default }),
+    page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+  };
+}
+
 /** Builds the absolute URL of another page of the same listing. */
 export type PageUrl = (page: number) => string;
 

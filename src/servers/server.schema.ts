@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../http/pagination.ts';
 
 export const ServerResourceSchema = Type.Object({
   object: Type.Literal('server'),
@@ -43,8 +43,7 @@ export const ServerListQuerySchema = Type.Object({
       description: 'owner: only servers the caller owns; admin, admin-all: every server (administrators).',
     }),
   ),
-  per_page: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-  page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
+  ...pageQuery({ default: 50, maximum: 100 }),
 });
 export type ServerListQuery = Static<typeof ServerListQuerySchema>;
 
