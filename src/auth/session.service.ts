@@ -56,6 +56,8 @@ export class SessionService {
     const now = this.clock();
     const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
     const sessionId = sha256Hex(token);
+    // Logins are rare next to requests: a fine moment to drop sessions that have run out.
+    await this.sessions.deleteExpired(toStoredTime(now));
     await this.transaction(async (trx) => {
       await this.sessions.insert(
         {

@@ -406,3 +406,26 @@ describe('login throttle (3 failures per 15 minutes)', () => {
     }
   });
 });
+
+describe('expired sessions', () => {
+  it('are deleted from the database when someone logs in', async () => {
+    let now = new Date('2026-01-01T00:00:00Z');
+    const app = await startTestApp({ clock: () => now, env: { AERIE_SESSION_TTL_SECONDS: '60' } });
+    try {
+      const user = await createUser(app);
+      const login = () =>
+        app.http.inject({
+          method: 'POST',
+          url: '/auth/login',
+          payload: { user: user.username, password: user.password },
+        });
+      expect((await login()).statusCode).toBe(200);
+      now = new Date(now.getTime() + 61_000);
+      expect((await login()).statusCode).toBe(200);
+      const rows = await app.db.kysely.selectFrom('sessions').select('expires_at').execute();
+      expect(rows).toEqual([{ expires_at: new Date(now.getTime() + 60_000).toISOString() }]);
+    } finally {
+      await app.close();
+    }
+  });
+});
