@@ -30,7 +30,12 @@ function postgresDialect(url: string): Dialect {
   const getTypeParser = (oid: number, format?: 'text' | 'binary'): unknown =>
     oid === 20 ? (value: string) => Number(value) : (pg.types.getTypeParser(oid, format) as unknown);
   const types = { getTypeParser: getTypeParser as typeof pg.types.getTypeParser };
-  return new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 10, types }) });
+  const pool = new pg.Pool({ connectionString: url, max: 10, types });
+  // An idle connection the server closes (a restart, a failover, an administrator) is dropped
+  // from the pool and replaced on next use. Without a listener, pg's 'error' event would be an
+  // uncaught exception and end the process.
+  pool.on('error', () => undefined);
+  return new PostgresDialect({ pool });
 }
 
 function mysqlDialect(url: string): Dialect {
