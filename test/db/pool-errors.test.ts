@@ -1,11 +1,16 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Db } from '../../src/db/connection.ts';
-import { SERVER_DIALECTS, scratchDatabase, type ScratchDatabase } from '../support/dialects.ts';
+import {
+  SERVER_DIALECTS,
+  scratchDatabase,
+  serverAvailable,
+  type ScratchDatabase,
+} from '../support/dialects.ts';
 
 const postgres = SERVER_DIALECTS.find((d) => d.kind === 'postgres')!;
 
-describe('a PostgreSQL connection closed by the server', () => {
+describe.runIf(await serverAvailable(postgres.url))('a PostgreSQL connection closed by the server', () => {
   let scratch: ScratchDatabase;
   let db: Db;
   beforeAll(async () => {

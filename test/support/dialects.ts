@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 
@@ -49,3 +50,31 @@ export async function scratchDatabase(dialect: (typeof SERVER_DIALECTS)[number])
     },
   };
 }
+
+/**
+ * Whether a server answers at `url`'s host and port. Tests that need PostgreSQL, MariaDB or
+ * Redis run when it does. When it does not, they fail under CI (which always provides the
+ * servers) and are skipped, loudly, on a developer's machine that lacks them.
+ */
+export async function serverAvailable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  const defaultPort = url.startsWith('postgres') ? 5432 : url.startsWith('mysql') ? 3306 : 6379;
+  const reachable = await new Promise<boolean>((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port || defaultPort) });
+    socket.setTimeout(1000);
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(false));
+  });
+  if (!reachable && process.env.CI === 'true') throw new Error(`CI must provide the server at ${url}`);
+  if (!reachable)
+    process.stderr.write(`\nSKIPPED: no server answers at ${url}; start it to run these tests.\n`);
+  return reachable;
+}
+
+export const REDIS_URL = process.env.AERIE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Every server dialect, each with whether its server answers (see serverAvailable). */
+export const SERVER_DIALECT_CASES = await Promise.all(
+  SERVER_DIALECTS.map(async (dialect) => ({ ...dialect, available: await serverAvailable(dialect.url) })),
+);
