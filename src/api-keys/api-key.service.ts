@@ -138,11 +138,12 @@ export class ApiKeyService {
       );
     }
     const now = this.clock();
-    await this.keys.touch(
-      row.id,
-      toStoredTime(now),
-      toStoredTime(new Date(now.getTime() - LAST_USED_RESOLUTION_MS)),
-    );
+    const staleBefore = toStoredTime(new Date(now.getTime() - LAST_USED_RESOLUTION_MS));
+    // Every request passes here: write only when the stored time is stale (the row is in hand),
+    // and let the guarded UPDATE settle a race between two requests.
+    if (row.last_used_at === null || row.last_used_at < staleBefore) {
+      await this.keys.touch(row.id, toStoredTime(now), staleBefore);
+    }
     return actor;
   }
 
