@@ -217,14 +217,8 @@ async function mergeIntoStaged(
   staged: Stats,
   budget: MergeBudget,
 ): Promise<void> {
-  const dir = await live.subdirectory(name);
-  if (dir === null) return;
-  try {
-    await mergeDirectory(dir, target, `${rel}/`, budget);
-  } finally {
-    await dir.close();
-  }
-  await utimes(target, staged.atime, staged.mtime); // adding entries changed the backup's mtime
+  const merged = await inSubdirectory(live, name, (dir) => mergeDirectory(dir, target, `${rel}/`, budget));
+  if (merged) await utimes(target, staged.atime, staged.mtime); // adding entries changed the backup's mtime
 }
 
 async function copyDirectory(
@@ -234,15 +228,30 @@ async function copyDirectory(
   rel: string,
   budget: MergeBudget,
 ): Promise<void> {
-  const dir = await live.subdirectory(name);
-  if (dir === null) return;
-  try {
+  await inSubdirectory(live, name, async (dir) => {
     budget.charge(ENTRY_COST, rel);
     await mkdir(target, { mode: 0o700 });
     await mergeDirectory(dir, target, `${rel}/`, budget);
     const stats = await dir.stat();
     await chmod(target, stats.mode & 0o7777);
     await utimes(target, stats.atime, stats.mtime);
+  });
+}
+
+/**
+ * Runs `work` on a live subdirectory, held open by descriptor and closed afterwards. False when
+ * the directory vanished or stopped being a real directory (nothing to do then).
+ */
+async function inSubdirectory(
+  live: VolumeDir,
+  name: string,
+  work: (dir: VolumeDir) => Promise<void>,
+): Promise<boolean> {
+  const dir = await live.subdirectory(name);
+  if (dir === null) return false;
+  try {
+    await work(dir);
+    return true;
   } finally {
     await dir.close();
   }
