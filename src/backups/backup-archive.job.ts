@@ -7,11 +7,10 @@ import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
-import { createArchive } from '../storage/create-archive.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
 import type { BackupRepository } from './backup.repository.ts';
-import { ignoreMatcher } from './ignore-patterns.ts';
+import { archiveVolume } from './archive-volume.ts';
 
 type Payload = JobPayloads['backup.create'];
 
@@ -37,9 +36,10 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     if (backup === undefined) return; // deleted while queued: nothing to do
     const scratch = await this.storage.scratchFile(serverId, backupId);
     try {
-      const exclude = ignoreMatcher(JSON.parse(backup.ignored_files) as string[]);
-      const summary = await createArchive(this.volumeOf({ id: serverId }), scratch, undefined, exclude);
-      job.signal.throwIfAborted();
+      const summary = await archiveVolume(this.volumeOf({ id: serverId }), scratch, {
+        ignored: JSON.parse(backup.ignored_files) as string[],
+        signal: job.signal,
+      });
       await this.storage.put(serverId, backupId, scratch);
       await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
         this.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),

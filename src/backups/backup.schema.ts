@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PaginationSchema, pageQuery } from '../http/pagination.ts';
+import { IGNORED_LIMITS } from './ignore-patterns.ts';
 
 export const ServerParamsSchema = Type.Object({
   server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
@@ -53,8 +54,10 @@ export const CreateBackupBodySchema = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 191 })),
   ignored: Type.Optional(
     Type.String({
-      maxLength: 65535,
-      description: 'Paths to leave out, one a line (`*` and `**` wildcards).',
+      format: 'backup-ignored',
+      'x-rule': 'ignored',
+      'x-message': `The :field field must hold at most ${IGNORED_LIMITS.patterns} patterns of at most ${IGNORED_LIMITS.patternCharacters} characters, ${IGNORED_LIMITS.characters} characters in all, without control characters.`,
+      description: `Paths to leave out, one a line, as in a .gitignore (\`*.tmp\`, \`/cache\`, \`logs/\`, \`**\`, \`!keep\`); at most ${IGNORED_LIMITS.patterns} patterns, ${IGNORED_LIMITS.characters} characters in all.`,
     }),
   ),
   is_locked: Type.Boolean({ default: false }),

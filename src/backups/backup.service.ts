@@ -14,8 +14,8 @@ import { toStoredTime, type Clock } from '../shared/time.ts';
 import { ArchiveError, type Progress } from '../storage/archive.types.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
 import { sha256File } from '../storage/checksum.ts';
-import { createArchive } from '../storage/create-archive.ts';
 import { verifyArchive } from '../storage/verify-archive.ts';
+import { archiveVolume } from './archive-volume.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { BackupParams, RestoreBody } from './backup.schema.ts';
 import type { RestoreThrottle } from './restore-throttle.ts';
@@ -127,7 +127,7 @@ export class BackupService {
     const id = randomUUID();
     const scratch = await this.storage.scratchFile(server.id, id);
     try {
-      const summary = await createArchive(this.volumeOf(server), scratch, onProgress);
+      const summary = await archiveVolume(this.volumeOf(server), scratch, onProgress ? { onProgress } : {});
       await this.storage.put(server.id, id, scratch);
       return await this.record(server, id, name, summary.sha256, summary.archiveBytes);
     } finally {

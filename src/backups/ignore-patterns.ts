@@ -1,34 +1,47 @@
+import ignore from 'ignore';
+
+/** The most an `ignored` text may hold: beyond this a request is refused (422), not truncated. */
+export const IGNORED_LIMITS = { characters: 8192, patterns: 500, patternCharacters: 1024 } as const;
+
+// Tabs are fine inside a pattern; other control characters name no file anyone meant to leave out.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
 /**
- * The `ignored` text of a backup request: one pattern a line, as the reference panel takes it.
- * A pattern names a path relative to the volume (a leading `/` is allowed); `*` matches within
- * one path segment and `**` across segments; a pattern that names a directory excludes all of
- * it. Blank lines and lines starting with `#` are ignored. Negations (`!`) are not supported and
- * are ignored rather than misread.
+ * The `ignored` text of a backup request: one pattern a line, read as a `.gitignore` is (which
+ * is what the reference panel's daemon does). `*.tmp` matches at any depth, `/cache` only at the
+ * top, `logs/` only directories, `**` crosses directories and `!keep.tmp` takes a path back in.
+ * Blank lines and `#` comments are dropped; spaces around a pattern are not part of it.
  */
 export function parseIgnored(text: string): string[] {
   return text
-    .split(/\r?\n/)
+    .split(/\r?\n|\r/)
     .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#') && !line.startsWith('!'))
-    .slice(0, 1000);
+    .filter((line) => line !== '' && !line.startsWith('#'));
 }
 
-function toRegExp(pattern: string): RegExp {
-  const body = pattern
-    .replace(/^\/+/, '')
-    .replace(/\/+$/, '')
-    .split('**')
-    .map((part) =>
-      part
-        .split('*')
-        .map((text) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-        .join('[^/]*'),
-    )
-    .join('.*');
-  return new RegExp(`^${body}(/.*)?$`);
+/** Why an `ignored` text is refused, or null when it is fine. */
+export function ignoredProblem(text: string): string | null {
+  if (text.length > IGNORED_LIMITS.characters) {
+    return `at most ${IGNORED_LIMITS.characters} characters`;
+  }
+  const patterns = parseIgnored(text);
+  if (patterns.length > IGNORED_LIMITS.patterns) return `at most ${IGNORED_LIMITS.patterns} patterns`;
+  if (patterns.some((pattern) => pattern.length > IGNORED_LIMITS.patternCharacters)) {
+    return `patterns of at most ${IGNORED_LIMITS.patternCharacters} characters`;
+  }
+  if (patterns.some((pattern) => CONTROL.test(pattern))) return 'patterns without control characters';
+  return null;
 }
 
-export function ignoreMatcher(patterns: readonly string[]): (relativePath: string) => boolean {
-  const expressions = patterns.map(toRegExp);
-  return (relativePath) => expressions.some((expression) => expression.test(relativePath));
+/**
+ * Whether a path of the volume (relative, `/`-separated, no leading slash) is left out. The
+ * matcher compiles each pattern into an expression without nested repetition, so a test costs
+ * time in proportion to the path and the patterns, whatever they are. Case matters, as it does
+ * in file names on the volume.
+ */
+export function ignoreMatcher(patterns: readonly string[]): (path: string, isDirectory: boolean) => boolean {
+  if (patterns.length === 0) return () => false;
+  const rules = ignore({ ignorecase: false }).add([...patterns]);
+  return (path, isDirectory) => rules.ignores(isDirectory ? `${path}/` : path);
 }

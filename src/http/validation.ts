@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv';
 import formats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../shared/errors.ts';
+import { ignoredProblem } from '../backups/ignore-patterns.ts';
 import { isIpOrCidr } from '../shared/ip.ts';
 
 /**
@@ -15,6 +16,7 @@ function newAjv(options: Options): Ajv {
   ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
   ajv.addFormat('ip-or-cidr', { type: 'string', validate: isIpOrCidr });
+  ajv.addFormat('backup-ignored', { type: 'string', validate: (text) => ignoredProblem(text) === null });
   return ajv;
 }
 

@@ -29,15 +29,18 @@ export interface ArchiveSummary {
   archiveBytes: number;
 }
 
+/** Says whether a path (relative to the volume, `/`-separated, no leading slash) is left out. */
+export type Exclude = (relativePath: string, isDirectory: boolean) => boolean;
+
 /**
- * `exclude` is asked about every path (relative to the volume, `/`-separated, no leading
- * slash); what it excludes is left out, and so is everything under an excluded directory.
+ * `exclude` is asked about every entry; what it excludes is left out, and so is everything under
+ * an excluded directory.
  */
 export async function createArchive(
   volume: string,
   output: string,
   onProgress?: (p: Progress) => void,
-  exclude: (relativePath: string) => boolean = () => false,
+  exclude: Exclude = () => false,
 ): Promise<ArchiveSummary> {
   const partial = `${output}.partial`;
   const totals = new Totals(onProgress, exclude);
@@ -68,7 +71,7 @@ class Totals {
 
   constructor(
     private readonly onProgress: ((p: Progress) => void) | undefined,
-    readonly exclude: (relativePath: string) => boolean,
+    readonly exclude: Exclude,
   ) {}
 
   report(final = false): void {
@@ -107,7 +110,7 @@ async function* tarStream(root: VolumeDir, totals: Totals): AsyncGenerator<Buffe
 async function* directoryBlocks(dir: VolumeDir, prefix: string, totals: Totals): AsyncGenerator<Buffer> {
   for await (const entry of dir.entries()) {
     const rel = prefix + entry.name;
-    if (totals.exclude(rel)) continue;
+    if (totals.exclude(rel, entry.isDirectory())) continue;
     if (entry.isDirectory()) {
       yield* subdirectoryBlocks(dir, entry.name, rel, totals);
     } else if (entry.isFile() || isUnknownType(entry)) {

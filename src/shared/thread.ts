@@ -1,0 +1,90 @@
+import { Worker } from 'node:worker_threads';
+
+/**
+ * The message a thread entry posts last: its result, or why it failed. Anything posted before
+ * it is progress, handed to `onMessage`.
+ */
+export type ThreadOutcome<R> = { done: true; result: R } | { done: true; error: { message: string } };
+
+export interface ThreadOptions<M> {
+  /** Each message the thread posts before its outcome. */
+  onMessage?: (message: M) => void;
+  /** Aborting ends the thread at once (whatever it is doing) and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Run once the thread has stopped, on every path out (e.g. to remove what it was writing). */
+  cleanUp?: () => Promise<void>;
+}
+
+/**
+ * Runs a module in a worker thread with `input` as its `workerData`, and resolves with the
+ * result it posts. Work that walks trees, compresses or matches user patterns runs this way, so
+ * that however long it takes it never holds up the event loop that answers HTTP.
+ *
+ * `entry` is the module's path beside the caller, without extension (`./archive.thread`): the
+ * caller's own extension is used, so the same code runs from the TypeScript sources and from
+ * the compiled build.
+ */
+export function runInThread<R, M = never>(
+  callerUrl: string,
+  entry: string,
+  input: unknown,
+  options: ThreadOptions<M> = {},
+): Promise<R> {
+  const { onMessage, signal, cleanUp } = options;
+  signal?.throwIfAborted();
+  const extension = callerUrl.endsWith('.ts') ? '.ts' : '.js';
+  const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input);
+  const outcome = new Promise<R>((resolve, reject) => {
+    let settled = false;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', abort);
+      finish();
+    };
+    const abort = () => {
+      const reason: unknown = signal?.reason;
+      settle(() => reject(reason instanceof Error ? reason : new Error('the work was stopped')));
+      void thread.terminate();
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+    thread.on('message', (message: M | ThreadOutcome<R>) => {
+      if (!isOutcome(message)) return onMessage?.(message);
+      settle(() => ('error' in message ? reject(new Error(message.error.message)) : resolve(message.result)));
+    });
+    thread.on('error', (error) => settle(() => reject(error)));
+    thread.on('exit', (code) => settle(() => reject(new Error(`the worker thread exited (${code})`))));
+  });
+  return outcome.finally(async () => {
+    await thread.terminate();
+    await cleanUp?.();
+  });
+}
+
+function isOutcome<R>(message: unknown): message is ThreadOutcome<R> {
+  return typeof message === 'object' && message !== null && (message as { done?: unknown }).done === true;
+}
+
+/**
+ * From the TypeScript sources (development, tests) the thread must load TypeScript too: it
+ * starts from a one-line module that registers the same loader the process uses, then imports
+ * the entry.
+ */
+function startThread(entry: URL, input: unknown): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: input });
+  const loader = import.meta.resolve('tsx/esm/api');
+  const boot = [
+    `import { register } from ${JSON.stringify(loader)};`,
+    'register();',
+    `await import(${JSON.stringify(entry.href)});`,
+  ].join('\n');
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: input });
+}
+
+/** In a thread entry: posts its outcome (the last message the parent reads). */
+export function finishThread<R>(post: (message: ThreadOutcome<R>) => void, work: Promise<R>): void {
+  work.then(
+    (result) => post({ done: true, result }),
+    (error: unknown) => post({ done: true, error: { message: (error as Error).message ?? String(error) } }),
+  );
+}
