@@ -14,6 +14,7 @@ describe('loadConfig', () => {
     expect(config.backupsDir).toBe('/srv/aerie/data/backups');
     expect([config.host, config.port]).toEqual(['127.0.0.1', 8080]);
     expect(config.trustProxy).toBe(false);
+    expect([config.loginAttemptsPer15Minutes, config.loginAccountAttemptsPerHour]).toEqual([10, 300]);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -45,6 +46,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'sqlite:'],
     ['LOG_LEVEL', 'loud'],
     ['AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', '-1'],
+    ['AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 'lots'],
     ['AERIE_JOB_LEASE_SECONDS', '0'],
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

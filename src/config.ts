@@ -19,8 +19,10 @@ export interface Config {
   readonly logLevel: string;
   readonly bodyLimitBytes: number;
   readonly sessionTtlSeconds: number;
-  /** Failed logins allowed per IP and per account in 15 minutes; 0 turns the throttle off. */
+  /** Failed logins allowed per address in 15 minutes; 0 turns the login throttle off. */
   readonly loginAttemptsPer15Minutes: number;
+  /** Failed logins allowed per account in an hour from every address together; 0 turns this off. */
+  readonly loginAccountAttemptsPerHour: number;
   /** Requests a minute per user (else per address) on /api/client; 0 turns every API limit off. */
   readonly apiRateLimitPerMinute: number;
   /** Restores queued per server in 15 minutes (off when the API limit is off). */
@@ -97,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS', 12 * 3600, 60, 90 * 24 * 3600),
     loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', 10, 0, 1_000_000),
+    loginAccountAttemptsPerHour: integer(env, 'AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 300, 0, 1_000_000),
     apiRateLimitPerMinute: integer(env, 'AERIE_RATE_LIMIT_PER_MINUTE', 240, 0, 1_000_000),
     restoreLimitPer15Minutes: integer(env, 'AERIE_RESTORE_LIMIT_PER_15_MINUTES', 3, 1, 1_000_000),
     appKey: appKey(env.AERIE_APP_KEY),

@@ -62,7 +62,10 @@ export function createServices({
     new SessionRepository(kysely),
     userRepository,
     activity,
-    new LoginThrottle(counters, config.loginAttemptsPer15Minutes),
+    new LoginThrottle(counters, {
+      perAddress: config.loginAttemptsPer15Minutes,
+      perAccount: config.loginAccountAttemptsPerHour,
+    }),
     transaction,
     clock,
     config.sessionTtlSeconds,

@@ -1,44 +1,108 @@
+import ipaddr from 'ipaddr.js';
 import type { CounterStore } from '../shared/counter-store.ts';
 import { TooManyRequestsError } from '../shared/errors.ts';
 
-const WINDOW_MS = 15 * 60_000;
+const ADDRESS_WINDOW_MS = 15 * 60_000;
+const ACCOUNT_WINDOW_MS = 60 * 60_000;
+/** How long an address stays known to an account after a successful login from it. */
+const KNOWN_ADDRESS_MS = 30 * 24 * 60 * 60_000;
+
+export interface LoginLimits {
+  /** Failed logins per address in 15 minutes, whatever the account; 0 turns the whole throttle off. */
+  perAddress: number;
+  /** Failed logins per account in an hour, from every address together; 0 turns this ceiling off. */
+  perAccount: number;
+}
 
 /**
- * Counts failed logins per client address and per account (a key the caller chooses: the
- * account's id when it exists, else the name tried), in 15-minute windows. Past the limit,
- * further attempts are refused before the password is even checked. A limit of 0 turns the
- * throttle off.
+ * What an address counts as: an IPv4 address as itself, an IPv6 address by its /64 network
+ * (the share one host or one site is routed, inside which an attacker may pick any address).
+ */
+export function throttledAddress(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.parse(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${v6.toString()}/64`).toString()}/64`;
+}
+
+/**
+ * Counts failed logins, so that guessing is slow but nobody can lock an account's owner out.
  *
- * An attempt takes its count before the password is checked and gives it back if it succeeds,
+ * - Per address (`perAddress` in 15 minutes, over every account): one address guesses slowly,
+ *   and a password sprayed over many accounts counts once per try. The owner, at their own
+ *   address, never shares this count with an attacker elsewhere.
+ * - Per account (`perAccount` in an hour, over every address): a ceiling for guesses spread
+ *   over many addresses, set well above what one or a handful of addresses can reach. When it
+ *   trips, it refuses only addresses that are not known to the account; an address is known
+ *   for 30 days after a successful login from it.
+ *
+ * The account is a key the caller chooses: the account's id when it exists, else the name
+ * tried. Refused attempts are refused before the password is checked and are not counted. An
+ * attempt takes its counts before the password is checked and gives them back if it succeeds,
  * so that concurrent attempts cannot all pass the check before any failure is counted.
  */
 export class LoginThrottle {
   constructor(
     private readonly store: CounterStore,
-    private readonly limit: number,
+    private readonly limits: LoginLimits,
   ) {}
 
-  private keys(ip: string, account: string): [ip: string, account: string] {
-    return [`login:ip:${ip}`, `login:account:${account.trim().toLowerCase()}`];
+  private keys(ip: string, account: string) {
+    const address = throttledAddress(ip);
+    const name = account.trim().toLowerCase();
+    return {
+      address: `login:ip:${address}`,
+      account: `login:account-hour:${name}`,
+      known: `login:known:${name}:${address}`,
+    };
   }
 
-  /** Counts an attempt, or refuses it (uncounted) when the address or the account is over the limit. */
+  private get ceiling(): boolean {
+    return this.limits.perAccount > 0;
+  }
+
+  /** Counts an attempt, or refuses it (uncounted) when it is over a limit that applies to it. */
   async begin(ip: string, account: string): Promise<void> {
-    if (this.limit === 0) return;
+    if (this.limits.perAddress === 0) return;
     const keys = this.keys(ip, account);
-    const counts = [];
-    for (const key of keys) counts.push(await this.store.increment(key, WINDOW_MS));
-    const over = counts.filter((window) => window.count > this.limit);
-    if (over.length === 0) return;
-    for (const key of keys) await this.store.decrement(key);
-    throw new TooManyRequestsError(Math.max(...over.map((window) => window.resetInMs)) / 1000);
+    const [address, total] = await Promise.all([
+      this.store.increment(keys.address, ADDRESS_WINDOW_MS),
+      this.ceiling ? this.store.increment(keys.account, ACCOUNT_WINDOW_MS) : undefined,
+    ]);
+    const waits: number[] = [];
+    if (address.count > this.limits.perAddress) waits.push(address.resetInMs);
+    if (total !== undefined && total.count > this.limits.perAccount && !(await this.known(keys.known))) {
+      waits.push(total.resetInMs);
+    }
+    if (waits.length === 0) return;
+    await this.giveBack(keys);
+    throw new TooManyRequestsError(Math.max(...waits) / 1000);
   }
 
-  /** A successful attempt is no failure: the address gets its count back, the account starts afresh. */
+  /**
+   * A successful attempt is no failure: it gives back its own counts (and nothing of anyone
+   * else's), and makes its address known to the account.
+   */
   async succeeded(ip: string, account: string): Promise<void> {
-    if (this.limit === 0) return;
-    const [ipKey, accountKey] = this.keys(ip, account);
-    await this.store.decrement(ipKey);
-    await this.store.reset(accountKey);
+    if (this.limits.perAddress === 0) return;
+    const keys = this.keys(ip, account);
+    await this.giveBack(keys);
+    if (!this.ceiling) return;
+    // Starting the marker afresh renews it for another 30 days.
+    await this.store.reset(keys.known);
+    await this.store.increment(keys.known, KNOWN_ADDRESS_MS);
+  }
+
+  private async known(key: string): Promise<boolean> {
+    return (await this.store.peek(key)).count > 0;
+  }
+
+  private async giveBack(keys: ReturnType<LoginThrottle['keys']>): Promise<void> {
+    await Promise.all([
+      this.store.decrement(keys.address),
+      this.ceiling ? this.store.decrement(keys.account) : undefined,
+    ]);
   }
 }

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LightMyRequestResponse } from 'fastify';
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   expectError,
@@ -332,78 +331,6 @@ describe('session login', () => {
     const { token } = await createApiKey(app, user);
     expect((await post({ ...bearer(token), origin: 'https://evil.example' })).statusCode).toBe(200);
     expect(await keyCount()).toBe(4);
-  });
-});
-
-describe('login throttle (3 failures per 15 minutes)', () => {
-  let throttled: TestApp;
-
-  beforeAll(async () => {
-    throttled = await startTestApp({ env: { AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '3' } });
-  });
-
-  afterAll(async () => {
-    await throttled.close();
-  });
-
-  function expectThrottled(res: LightMyRequestResponse): void {
-    expectError(res, 429, 'TooManyRequestsHttpException', 'Too many requests, please slow down.');
-    const retryAfter = Number(res.headers['retry-after']);
-    expect(Number.isInteger(retryAfter)).toBe(true);
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(900);
-  }
-
-  it('refuses the 4th attempt, even with the right password, per account and per address', async () => {
-    const alice = await createUser(throttled);
-    const bob = await createUser(throttled);
-    const carol = await createUser(throttled);
-    for (let i = 0; i < 3; i++) {
-      expect((await login(throttled, alice.username, 'nope', '10.0.0.1')).statusCode).toBe(400);
-    }
-    expectThrottled(await login(throttled, alice.username, alice.password, '10.0.0.1'));
-    // The same account from elsewhere, by another spelling of its name.
-    expectThrottled(await login(throttled, alice.username, alice.password, '10.0.0.2'));
-    expectThrottled(await login(throttled, alice.email.toUpperCase(), alice.password, '10.0.0.3'));
-    // Another account from the same address.
-    expectThrottled(await login(throttled, bob.username, bob.password, '10.0.0.1'));
-    // Neither the account nor the address: unaffected.
-    expect((await login(throttled, carol.username, carol.password, '10.0.0.9')).statusCode).toBe(200);
-  });
-
-  it('holds under concurrent attempts: at most 3 passwords are checked', async () => {
-    const erin = await createUser(throttled);
-    const attempts = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => login(throttled, erin.username, `guess ${i}`, `10.5.0.${i + 1}`)),
-    );
-    const statuses = attempts.map((r) => r.statusCode).sort();
-    expect(statuses).toEqual([400, 400, 400, 429, 429, 429, 429, 429, 429, 429]);
-    expectThrottled(await login(throttled, erin.username, erin.password, '10.5.1.1'));
-    const failures = await throttled.db.kysely
-      .selectFrom('activity_log_subjects')
-      .innerJoin('activity_logs', 'activity_logs.id', 'activity_log_subjects.activity_log_id')
-      .select('activity_logs.event')
-      .where('subject_id', '=', erin.id)
-      .execute();
-    expect(failures.map((f) => f.event)).toEqual(['auth:fail', 'auth:fail', 'auth:fail']);
-  });
-
-  it('does not charge an address for attempts refused with 429', async () => {
-    const frank = await createUser(throttled);
-    const grace = await createUser(throttled);
-    for (let i = 0; i < 3; i++) await login(throttled, frank.username, 'nope', `10.6.0.${i + 1}`);
-    for (let i = 0; i < 3; i++)
-      expectThrottled(await login(throttled, frank.username, frank.password, '10.6.1.1'));
-    for (let i = 0; i < 2; i++)
-      expect((await login(throttled, grace.username, 'nope', '10.6.1.1')).statusCode).toBe(400);
-    expect((await login(throttled, grace.username, grace.password, '10.6.1.1')).statusCode).toBe(200);
-  });
-
-  it('does not count successful logins', async () => {
-    const dave = await createUser(throttled);
-    for (let i = 0; i < 5; i++) {
-      expect((await login(throttled, dave.username, dave.password, '10.9.0.1')).statusCode).toBe(200);
-    }
   });
 });
 
