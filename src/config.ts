@@ -33,6 +33,10 @@ export interface Config {
   readonly workerPollMs: number;
   /** How long a worker's claim on a job lasts without a heartbeat. */
   readonly jobLeaseMs: number;
+  /** How long one attempt at a job may run before it is stopped and counted as failed. */
+  readonly jobTimeoutMs: number;
+  /** How long stopping waits for requests and the job in hand before it lets them go and exits. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -105,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     appKey: appKey(env.AERIE_APP_KEY),
     workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS', 1000, 10, 60_000),
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
+    jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS', 6 * 3600, 1, 7 * 24 * 3600) * 1000,
+    shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
   };
   return Object.freeze(config);
 }

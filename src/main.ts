@@ -3,11 +3,12 @@ import { Command, Option } from 'commander';
 import { buildApp } from './app.ts';
 import { bootstrapAdministrator } from './cli/bootstrap.ts';
 import { collect, positiveInteger, printRecord, progressPrinter } from './cli/output.ts';
-import { defaultNodeName } from './jobs/worker.ts';
+import { defaultNodeName, type Worker } from './jobs/worker.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { connect, type Db } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
+import type { Logger } from 'pino';
 import { createServices, type Services } from './services.ts';
 import { AppError } from './shared/errors.ts';
 import { MemoryCounterStore } from './shared/counter-store.ts';
@@ -70,18 +71,47 @@ async function serve(options: { host?: string; port?: string; role: string }): P
   const worker = options.role === 'all' ? services.createWorker() : undefined;
   worker?.start();
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    await http.close();
-    await worker?.stop();
+  onStopSignal(logger, 'shutting down', async () => {
+    const deadline = config.shutdownTimeoutMs;
+    // Requests in flight get until the deadline; then their connections are closed.
+    const forceClose = setTimeout(() => http.server.closeAllConnections(), deadline);
+    await Promise.all([http.close(), stopWorker(worker, deadline, logger)]);
+    clearTimeout(forceClose);
     await db.destroy();
-    process.exit(0);
+  });
+}
+
+/**
+ * Runs `stop` once, on the first SIGINT or SIGTERM, then exits. A second signal exits at once.
+ */
+function onStopSignal(logger: Logger, message: string, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, message);
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'could not stop cleanly');
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGINT', (signal) => void stop(signal));
-  process.once('SIGTERM', (signal) => void stop(signal));
+  process.on('SIGINT', handle);
+  process.on('SIGTERM', handle);
+}
+
+/** Waits up to the deadline for the job in hand, then leaves it to its lease. */
+async function stopWorker(worker: Worker | undefined, deadlineMs: number, logger: Logger): Promise<void> {
+  if (worker === undefined) return;
+  const { abandoned } = await worker.stop(deadlineMs);
+  if (abandoned) {
+    logger.warn(
+      { deadlineSeconds: deadlineMs / 1000 },
+      'the job in hand did not end in time; another worker will take it over when its lease runs out',
+    );
+  }
 }
 
 async function work(options: { node?: string }): Promise<void> {
@@ -99,14 +129,10 @@ async function work(options: { node?: string }): Promise<void> {
   const worker = services.createWorker(options.node);
   worker.start();
   logger.info({ owner: worker.owner }, 'worker started');
-  const stop = async (signal: string) => {
-    logger.info({ signal }, 'worker stopping after the job in hand');
-    await worker.stop();
+  onStopSignal(logger, 'worker stopping after the job in hand', async () => {
+    await stopWorker(worker, config.shutdownTimeoutMs, logger);
     await db.destroy();
-    process.exit(0);
-  };
-  process.once('SIGINT', (signal) => void stop(signal));
-  process.once('SIGTERM', (signal) => void stop(signal));
+  });
 }
 
 function program(): Command {

@@ -141,6 +141,7 @@ export function createServices({
       node,
       pollMs: config.workerPollMs,
       leaseMs: config.jobLeaseMs,
+      timeoutMs: config.jobTimeoutMs,
     });
   return {
     activity,

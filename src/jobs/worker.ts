@@ -36,6 +36,22 @@ export interface WorkerOptions {
   node: string;
   pollMs: number;
   leaseMs: number;
+  /** How long one attempt may run; past it the job is stopped and counts as a failed attempt. */
+  timeoutMs: number;
+}
+
+/** Why a running job was stopped from outside its handler. */
+export class JobInterrupted extends Error {
+  constructor(readonly why: 'lease-lost' | 'timeout' | 'shutdown') {
+    super(
+      why === 'lease-lost'
+        ? 'the job lease was lost'
+        : why === 'timeout'
+          ? 'the job ran out of time'
+          : 'the worker is stopping',
+    );
+    this.name = 'JobInterrupted';
+  }
 }
 
 /** Failures that another try cannot mend: bad archives, refused requests. */
@@ -49,15 +65,38 @@ export function reasonOf(error: unknown): string {
   return 'an internal error occurred; the server log has the details';
 }
 
+/** How long an interrupted job may take to clean up before the worker moves on. */
+const CLEAN_UP_GRACE_MS = 2000;
+
+async function settledWithin(work: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work?.catch(() => undefined),
+    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
+}
+
+/** Rejects when `signal` aborts; never settles otherwise. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+}
+
 /**
  * Claims jobs from the database one at a time and runs them, keeping the job's lease alive
  * while it works. A job whose worker died is claimed again once its lease runs out; a job
- * claimed more often than its `max_attempts` is given up, and its handler told why.
+ * claimed more often than its `max_attempts` is given up, and its handler told why. Every path
+ * ends in a bounded number of attempts: a job that fails, times out, cannot be read, or whose
+ * handler cannot even record its failure is still marked failed in the end.
  */
 export class Worker {
   readonly owner: string;
   private timer: NodeJS.Timeout | undefined;
   private current: Promise<unknown> | undefined;
+  /** Stops the job in hand; set while one runs. */
+  private interrupt: ((why: 'shutdown') => void) | undefined;
   private stopped = true;
 
   constructor(
@@ -75,11 +114,28 @@ export class Worker {
     this.schedule(0);
   }
 
-  /** Stops claiming, and waits for the job in hand to end. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, and waits up to `deadlineMs` for the job in hand to end. Past the deadline
+   * the job is stopped and left to its lease, unfinished: once the lease runs out another worker
+   * claims it (as it would after a crash). Says whether a job had to be left so.
+   */
+  async stop(deadlineMs = Number.POSITIVE_INFINITY): Promise<{ abandoned: boolean }> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.current;
+    const current = this.current;
+    if (current === undefined) return { abandoned: false };
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([
+      current.then(() => true),
+      new Promise<false>((resolve) => {
+        if (Number.isFinite(deadlineMs)) timer = setTimeout(() => resolve(false), deadlineMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (ended || this.interrupt === undefined) return { abandoned: false };
+    this.interrupt('shutdown');
+    await current;
+    return { abandoned: true };
   }
 
   private schedule(delay: number): void {
@@ -98,9 +154,13 @@ export class Worker {
     return toStoredTime(new Date(this.clock().getTime() + this.options.leaseMs));
   }
 
+  private now(): string {
+    return toStoredTime(this.clock());
+  }
+
   /** Claims and runs one job; false when none was due. */
   async runOnce(): Promise<boolean> {
-    const row = await this.jobs.claim(this.owner, toStoredTime(this.clock()), this.leaseUntil());
+    const row = await this.jobs.claim(this.owner, this.now(), this.leaseUntil());
     if (row === undefined) return false;
     await this.execute(row);
     return true;
@@ -109,65 +169,112 @@ export class Worker {
   private async execute(row: JobRow): Promise<void> {
     const handler = (this.handlers as Record<string, JobHandler<unknown> | undefined>)[row.kind];
     const log = this.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
-    const now = () => toStoredTime(this.clock());
     if (handler === undefined) {
       log.error('no handler for this kind of job');
-      await this.jobs.finish(row.id, this.owner, 'failed', `no handler for jobs of kind ${row.kind}`, now());
+      await this.jobs.finish(
+        row.id,
+        this.owner,
+        'failed',
+        `no handler for jobs of kind ${row.kind}`,
+        this.now(),
+      );
       return;
     }
-    const lease = new AbortController();
+    let payload: unknown;
+    try {
+      payload = JSON.parse(row.payload);
+    } catch (error) {
+      log.error({ err: error }, 'the job payload is not valid JSON');
+      await this.jobs.finish(row.id, this.owner, 'failed', 'the job could not be read', this.now());
+      return;
+    }
+    const stop = new AbortController();
+    const interrupt = (why: JobInterrupted['why']) => {
+      if (!stop.signal.aborted) stop.abort(new JobInterrupted(why));
+    };
     const job: JobContext<unknown> = {
       id: row.id,
-      payload: JSON.parse(row.payload) as unknown,
+      payload,
       batch: row.batch,
       attempt: row.attempts,
-      signal: lease.signal,
+      signal: stop.signal,
       renewLease: async () => {
-        const held = await this.jobs.heartbeat(row.id, this.owner, now(), this.leaseUntil());
-        if (!held) lease.abort(new Error('the job lease was lost'));
+        const held = await this.jobs.heartbeat(row.id, this.owner, this.now(), this.leaseUntil());
+        if (!held) interrupt('lease-lost');
         return held;
       },
     };
     if (row.attempts > row.max_attempts) {
-      const reason = `gave up after ${row.max_attempts} attempts that did not finish`;
-      log.warn(reason);
-      await handler.fail(job, reason);
-      await this.jobs.finish(row.id, this.owner, 'failed', reason, now());
+      await this.failForGood(
+        handler,
+        job,
+        log,
+        `gave up after ${row.max_attempts} attempts that did not finish`,
+      );
       return;
     }
 
     const heartbeat = setInterval(
       () => {
-        this.jobs
-          .heartbeat(row.id, this.owner, now(), this.leaseUntil())
-          .then((held) => {
-            if (!held) lease.abort(new Error('the job lease was lost'));
-          })
-          .catch((error: unknown) => log.warn({ err: error }, 'could not renew the job lease'));
+        job.renewLease().catch((error: unknown) => log.warn({ err: error }, 'could not renew the job lease'));
       },
       Math.max(50, Math.floor(this.options.leaseMs / 3)),
     );
+    const deadline = setTimeout(() => interrupt('timeout'), this.options.timeoutMs);
+    let running: Promise<void> | undefined;
+    this.interrupt = interrupt;
     try {
       log.info('job started');
-      await handler.run(job);
-      if (await this.jobs.finish(row.id, this.owner, 'succeeded', null, now())) log.info('job succeeded');
+      running = handler.run(job);
+      // A handler should stop when its signal aborts; one that does not is left behind.
+      await Promise.race([running, whenAborted(stop.signal)]);
+      if (await this.jobs.finish(row.id, this.owner, 'succeeded', null, this.now()))
+        log.info('job succeeded');
       else
         log.warn('job finished after its lease was lost; the worker that took it over decides its outcome');
     } catch (error) {
-      if (lease.signal.aborted) {
+      const cause: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
+      // Give an interrupted handler a moment to clean up (remove what it was writing).
+      if (cause instanceof JobInterrupted) await settledWithin(running, CLEAN_UP_GRACE_MS);
+      if (cause instanceof JobInterrupted && cause.why === 'lease-lost') {
         log.warn({ err: error }, 'job abandoned: its lease was lost');
-      } else if (!isPermanent(error) && row.attempts < row.max_attempts) {
-        const retryAt = toStoredTime(new Date(this.clock().getTime() + 2 ** row.attempts * 1000));
-        log.warn({ err: error }, 'job failed; it will be tried again');
-        await this.jobs.retryLater(row.id, this.owner, reasonOf(error), retryAt, now());
+      } else if (cause instanceof JobInterrupted && cause.why === 'shutdown') {
+        log.warn('job left to its lease: the worker is stopping; another worker will take it over');
       } else {
-        log.warn({ err: error }, 'job failed');
-        await handler.fail(job, reasonOf(error));
-        await this.jobs.finish(row.id, this.owner, 'failed', reasonOf(error), now());
+        const timedOut = cause instanceof JobInterrupted;
+        const reason = timedOut
+          ? `the job did not finish within ${this.options.timeoutMs / 1000} seconds`
+          : reasonOf(error);
+        if (!isPermanent(error) && row.attempts < row.max_attempts) {
+          const retryAt = toStoredTime(new Date(this.clock().getTime() + 2 ** row.attempts * 1000));
+          log.warn({ err: error }, 'job failed; it will be tried again');
+          await this.jobs.retryLater(row.id, this.owner, reason, retryAt, this.now());
+        } else {
+          log.warn({ err: error }, 'job failed');
+          await this.failForGood(handler, job, log, reason);
+        }
       }
     } finally {
+      this.interrupt = undefined;
       clearInterval(heartbeat);
+      clearTimeout(deadline);
     }
+  }
+
+  /** Tells the handler (which records the failure for the user) and marks the job failed, even if the handler cannot. */
+  private async failForGood(
+    handler: JobHandler<unknown>,
+    job: JobContext<unknown>,
+    log: Logger,
+    reason: string,
+  ): Promise<void> {
+    log.warn({ reason }, 'job failed for good');
+    try {
+      await handler.fail(job, reason);
+    } catch (error) {
+      log.error({ err: error }, 'the job handler could not record its failure');
+    }
+    await this.jobs.finish(job.id, this.owner, 'failed', reason, this.now());
   }
 }
 

@@ -198,13 +198,14 @@ function recordingHandler(run: (job: JobContext<unknown>) => Promise<void>) {
   return { handler, failures, runs };
 }
 
-function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_000) {
+function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_000, timeoutMs = 60_000) {
   // Only restore jobs are queued in these tests; the other kinds need no handler here.
   const handlers = { 'backup.restore': handler } as Partial<JobHandlers> as JobHandlers;
   return new Worker(jobs, handlers, now, silent, {
     node: 'test',
     pollMs: 10,
     leaseMs,
+    timeoutMs,
   });
 }
 
@@ -299,6 +300,90 @@ describe('Worker', () => {
     expect(sawAbort).toBe(true);
     expect(failures).toEqual([]);
     expect(await row(id)).toMatchObject({ state: 'running', lease_owner: 'thief', attempts: 2, error: null });
+  });
+
+  it('stops an attempt that runs past its time limit, retries it, and fails it for good after max_attempts', async () => {
+    let clock = T0;
+    const aborted: string[] = [];
+    // Ignores its signal on the first attempt (the worker must not wait for it), honours it later.
+    const { handler, failures, runs } = recordingHandler(
+      (job) =>
+        new Promise<void>((_resolve, reject) => {
+          job.signal.addEventListener('abort', () => {
+            aborted.push(String((job.signal.reason as Error).message));
+            if (job.attempt > 1) reject(job.signal.reason as Error);
+          });
+        }),
+    );
+    const worker = workerWith(handler, () => new Date(clock), 30_000, 100);
+    const id = await enqueueKind(2);
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({ state: 'queued', attempts: 1, lease_owner: null });
+    expect((await row(id)).error).toBe('the job did not finish within 0.1 seconds');
+    clock += 10_000;
+    expect(await worker.runOnce()).toBe(true);
+    expect(runs).toEqual([1, 2]);
+    expect(aborted).toEqual(['the job ran out of time', 'the job ran out of time']);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 2 });
+    expect(failures).toEqual([{ id, reason: 'the job did not finish within 0.1 seconds', attempt: 2 }]);
+  });
+
+  it('fails a job whose payload cannot be read, instead of claiming it again forever', async () => {
+    const { handler, failures, runs } = recordingHandler(async () => {});
+    const id = await enqueueKind(3);
+    await app.db.kysely.updateTable('jobs').set({ payload: '{not json' }).where('id', '=', id).execute();
+    const worker = workerWith(handler, () => new Date(T0 + 10));
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 1, error: 'the job could not be read' });
+    expect(await worker.runOnce()).toBe(false);
+    expect(runs).toEqual([]);
+    expect(failures).toEqual([]);
+  });
+
+  it('marks a job failed even when its handler cannot record the failure', async () => {
+    const handler: JobHandler<unknown> = {
+      run: () => Promise.reject(new ArchiveError('corrupt', 'the archive is damaged')),
+      fail: () => Promise.reject(new Error('the database is away')),
+    };
+    const id = await enqueueKind(3);
+    const worker = workerWith(handler, () => new Date(T0 + 10));
+    expect(await worker.runOnce()).toBe(true);
+    expect(await row(id)).toMatchObject({ state: 'failed', attempts: 1, error: 'the archive is damaged' });
+    expect(await worker.runOnce()).toBe(false);
+  });
+
+  it('on stop, waits for the job in hand up to the deadline, then leaves it to its lease for another worker', async () => {
+    let sawAbort = false;
+    const { handler, failures } = recordingHandler(
+      (job) =>
+        new Promise<void>(() => {
+          job.signal.addEventListener('abort', () => (sawAbort = true)); // and never ends
+        }),
+    );
+    const id = await enqueueKind(3, new Date().toISOString());
+    const worker = workerWith(handler, () => new Date(), 60_000);
+    worker.start();
+    await expect.poll(async () => (await row(id)).state).toBe('running');
+    const started = Date.now();
+    expect(await worker.stop(200)).toEqual({ abandoned: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(sawAbort).toBe(true);
+    expect(failures).toEqual([]);
+    const left = await row(id);
+    expect(left).toMatchObject({ state: 'running', lease_owner: worker.owner, attempts: 1, error: null });
+    // Once the lease has run out, the next worker takes the job over.
+    const later = new Date(Date.parse(left.lease_expires_at!) + 1).toISOString();
+    expect((await jobs.claim('next', later, at(99_000_000)))?.id).toBe(id);
+  });
+
+  it('on stop, lets a job that ends before the deadline finish', async () => {
+    const { handler } = recordingHandler(() => new Promise((resolve) => setTimeout(resolve, 100)));
+    const id = await enqueueKind(3, new Date().toISOString());
+    const worker = workerWith(handler, () => new Date());
+    worker.start();
+    await expect.poll(async () => (await row(id)).state).toBe('running');
+    expect(await worker.stop(10_000)).toEqual({ abandoned: false });
+    expect(await row(id)).toMatchObject({ state: 'succeeded' });
   });
 
   it('finishes a job that succeeds, once', async () => {
