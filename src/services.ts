@@ -49,7 +49,7 @@ export function createServices({
 }: ServiceDeps) {
   const kysely = db.kysely;
   const transaction = transactorFor(kysely);
-  const userRepository = new UserRepository(kysely);
+  const userRepository = new UserRepository(kysely, db.kind);
   const activity = new ActivityService(new ActivityRepository(kysely, db.kind), clock);
   const apiKeys = new ApiKeyService(
     new ApiKeyRepository(kysely, db.kind),

@@ -2,10 +2,11 @@ import type { ActivityLogSubjectTable, ActivityLogTable } from '../activity/acti
 import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { BackupTable, ServerTable, SubuserTable } from '../servers/server.table.ts';
-import type { SessionTable, UserTable } from '../users/user.table.ts';
+import type { SessionTable, UserNumberTable, UserTable } from '../users/user.table.ts';
 
 export interface Database {
   users: UserTable;
+  user_numbers: UserNumberTable;
   sessions: SessionTable;
   api_keys: ApiKeyTable;
   activity_logs: ActivityLogTable;

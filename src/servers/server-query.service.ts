@@ -45,7 +45,8 @@ export function toAccount(user: User): Account {
   return {
     object: 'user',
     attributes: {
-      id: user.id,
+      id: user.number,
+      uuid: user.id,
       admin: user.rootAdmin,
       username: user.username,
       email: user.email,

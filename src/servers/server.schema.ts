@@ -57,7 +57,8 @@ export type ServerList = Static<typeof ServerListSchema>;
 export const AccountSchema = Type.Object({
   object: Type.Literal('user'),
   attributes: Type.Object({
-    id: Type.String({ format: 'uuid' }),
+    id: Type.Integer({ description: 'The user’s stable integer id, as the reference panel shows it.' }),
+    uuid: Type.String({ format: 'uuid', description: 'The user’s UUID, as used everywhere else.' }),
     admin: Type.Boolean(),
     username: Type.String(),
     email: Type.String(),

@@ -1,9 +1,14 @@
 import { sql } from 'kysely';
+import type { DatabaseKind } from '../config.ts';
 import type { Executor } from '../db/executor.ts';
+import { insertReturningId } from '../db/insert-id.ts';
 import type { NewUserRow, UserRow } from './user.table.ts';
 
 export class UserRepository {
-  constructor(private readonly db: Executor) {}
+  constructor(
+    private readonly db: Executor,
+    private readonly kind: DatabaseKind,
+  ) {}
 
   findById(id: string, db: Executor = this.db): Promise<UserRow | undefined> {
     return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
@@ -22,8 +27,15 @@ export class UserRepository {
       .executeTakeFirst();
   }
 
-  async insert(row: NewUserRow, db: Executor = this.db): Promise<void> {
-    await db.insertInto('users').values(row).execute();
+  /** Inserts a user, numbering them first; returns the row as stored. */
+  async insert(row: Omit<NewUserRow, 'number'>, db: Executor = this.db): Promise<UserRow> {
+    const number = await insertReturningId(
+      this.kind,
+      db.insertInto('user_numbers').values({ user_id: row.id }),
+    );
+    const stored = { ...row, number } as UserRow;
+    await db.insertInto('users').values(stored).execute();
+    return stored;
   }
 
   async count(db: Executor = this.db): Promise<number> {

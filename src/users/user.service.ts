@@ -52,8 +52,7 @@ export class UserService {
       created_at: now,
       updated_at: now,
     };
-    await this.users.insert(row);
-    return { user: toUser(row), password };
+    return { user: toUser(await this.users.insert(row)), password };
   }
 
   async findByLogin(login: string): Promise<User | undefined> {

@@ -1,7 +1,9 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 export interface UserTable {
   id: string;
+  /** The stable integer id the account endpoint shows; handed out by `user_numbers`. */
+  number: number;
   username: string;
   email: string;
   password_hash: string;
@@ -14,6 +16,12 @@ export interface UserTable {
   updated_at: string;
 }
 export type UserRow = Selectable<UserTable>;
+
+/** Hands out user numbers: an auto-increment id per user, never reused. */
+export interface UserNumberTable {
+  id: Generated<number>;
+  user_id: string;
+}
 export type NewUserRow = Insertable<UserTable>;
 export type UserUpdate = Updateable<UserTable>;
 

@@ -2,6 +2,8 @@ import type { UserRow } from './user.table.ts';
 
 export interface User {
   readonly id: string;
+  /** The stable integer id that the account endpoint shows as `id`. */
+  readonly number: number;
   readonly username: string;
   readonly email: string;
   readonly firstName: string;
@@ -14,6 +16,7 @@ export interface User {
 export function toUser(row: UserRow): User {
   return {
     id: row.id,
+    number: Number(row.number),
     username: row.username,
     email: row.email,
     firstName: row.first_name,

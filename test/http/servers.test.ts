@@ -121,13 +121,14 @@ describe('servers and the account', () => {
     expect((await get(`/api/client/servers/${mine.id}`, tokens.admin)).statusCode).toBe(200);
   });
 
-  it('describes the account', async () => {
+  it('describes the account, with an integer id as the reference panel gives it, and the UUID', async () => {
     const { owner, tokens } = await setup();
     const res = await get('/api/client/account', tokens.owner);
     expect(res.json()).toEqual({
       object: 'user',
       attributes: {
-        id: owner.id,
+        id: owner.number,
+        uuid: owner.id,
         admin: false,
         username: owner.username,
         email: owner.email,
@@ -136,6 +137,17 @@ describe('servers and the account', () => {
         language: 'en',
       },
     });
+  });
+
+  it('numbers users in the order they were made, each number its own and stable', async () => {
+    const first = await createUser(app);
+    const second = await createUser(app);
+    expect(Number.isInteger(first.number)).toBe(true);
+    expect(second.number).toBeGreaterThan(first.number);
+    const { token } = await createApiKey(app, second);
+    const account = (await get('/api/client/account', token)).json<{ attributes: { id: unknown } }>();
+    expect(account.attributes.id).toBe(second.number);
+    expect((await get('/api/client/account', token)).json()).toEqual(account);
   });
 
   it("serves the server's feed to those with activity.read, and only entries about that server", async () => {
