@@ -33,7 +33,7 @@ export class UserRepository {
       this.kind,
       db.insertInto('user_numbers').values({ user_id: row.id }),
     );
-    const stored = { ...row, number } as UserRow;
+    const stored = { ...row, number };
     await db.insertInto('users').values(stored).execute();
     return stored;
   }

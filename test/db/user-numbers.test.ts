@@ -16,7 +16,7 @@ import { SERVER_DIALECT_CASES, scratchDatabase, type ScratchDatabase } from '../
 
 const CASES = [
   { kind: 'sqlite' as const, url: '', available: true },
-  ...SERVER_DIALECT_CASES.map((dialect) => ({ ...dialect, kind: dialect.kind as 'postgres' | 'mysql' })),
+  ...SERVER_DIALECT_CASES.map((dialect) => ({ ...dialect, kind: dialect.kind })),
 ];
 
 describe.each(CASES)('user numbers on $kind', ({ kind, url, available }) => {
@@ -30,7 +30,7 @@ describe.each(CASES)('user numbers on $kind', ({ kind, url, available }) => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-numbers-'));
       db = connect({ kind, url: 'sqlite:', sqlitePath: path.join(dir, 'aerie.db') });
     } else {
-      scratch = await scratchDatabase({ kind, url } as Parameters<typeof scratchDatabase>[0]);
+      scratch = await scratchDatabase({ kind, url });
       db = connect({ kind, url: scratch.url, sqlitePath: null });
     }
   });
