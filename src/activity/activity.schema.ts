@@ -3,14 +3,32 @@ import { PaginationSchema, pageQuery } from '../http/pagination.ts';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 
+/**
+ * No event or IP holds a control character, and a NUL in a LIKE pattern ends it early on SQLite
+ * (`%\0%` reads as `%`, matching everything) and is refused by PostgreSQL: such a filter is a 422.
+ */
+const noControlCharacters = {
+  pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+  'x-rule': 'no_control_characters',
+  'x-message': 'The :field filter must not contain control characters.',
+};
+
 /** The query of every activity feed. Unknown `filter[…]` keys are refused, other keys ignored. */
 export const ActivityQuerySchema = Type.Object(
   {
     'filter[event]': Type.Optional(
-      Type.String({ maxLength: 191, description: 'Part of the event name, any case.' }),
+      Type.String({
+        maxLength: 191,
+        description: 'Part of the event name, any case.',
+        ...noControlCharacters,
+      }),
     ),
     'filter[ip]': Type.Optional(
-      Type.String({ maxLength: 45, description: 'Part of the IP address, any case.' }),
+      Type.String({
+        maxLength: 45,
+        description: 'Part of the IP address, any case.',
+        ...noControlCharacters,
+      }),
     ),
     'filter[actor_id]': Type.Optional(
       Type.String({

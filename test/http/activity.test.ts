@@ -247,6 +247,20 @@ describe('filters', () => {
     expect(await ips('_')).toEqual([]);
   });
 
+  it('refuses control characters in filter[event] and filter[ip] (a NUL used to match everything)', async () => {
+    const { token } = await seeded();
+    for (const field of ['filter[event]', 'filter[ip]']) {
+      for (const value of ['%00', 'auth%00', '%001', '%01', '%09', '%0A', '%1F', '%7F', '%C2%85']) {
+        const res = await getFeed(app, token, `${field}=${value}`);
+        expectValidation(res, { [field]: 'no_control_characters' });
+        expect(res.body, `${field}=${value}`).toContain(
+          `The ${field} filter must not contain control characters.`,
+        );
+      }
+    }
+    expect(seqOf(await feed(app, token, 'filter[event]=auth%3A%20'))).toEqual([]);
+  });
+
   it('restricts to one actor, or to the system, and combines filters', async () => {
     const { user, other, token } = await seeded();
     const seq = async (query: string) => seqOf(await feed(app, token, query));
