@@ -65,6 +65,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: frameworkErrorHandler,
   });
   http.decorateRequest('actor', null);
+  http.decorateRequest('publicUrl', config.publicUrl);
   if (deps.counters === undefined) http.addHook('onClose', () => counters.close());
   http.setValidatorCompiler(validatorCompiler);
   http.addHook('onSend', (request, reply, _payload, done) => {

@@ -39,6 +39,36 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads AERIE_PUBLIC_URL as an origin with an optional path prefix, without a trailing slash', () => {
+    expect(loadConfig({}).publicUrl).toBeNull();
+    expect(loadConfig({ AERIE_PUBLIC_URL: '' }).publicUrl).toBeNull();
+    expect(loadConfig({ AERIE_PUBLIC_URL: 'https://Panel.Example.com' }).publicUrl).toBe(
+      'https://panel.example.com',
+    );
+    expect(loadConfig({ AERIE_PUBLIC_URL: 'http://10.0.0.7:8080/' }).publicUrl).toBe('http://10.0.0.7:8080');
+    expect(loadConfig({ AERIE_PUBLIC_URL: 'https://[::1]:443/aerie/v1/' }).publicUrl).toBe(
+      'https://[::1]/aerie/v1',
+    );
+  });
+
+  it.each([
+    'panel.example.com',
+    '/aerie',
+    'ftp://panel.example.com',
+    'javascript:alert(1)',
+    'https://',
+    'http:/panel.example.com',
+    'https://panel.example.com:99999',
+    'https://user:secret@panel.example.com',
+    'https://panel.example.com/?page=1',
+    'https://panel.example.com/?',
+    'https://panel.example.com/#top',
+    'https://pan el.example.com',
+  ])('stops on AERIE_PUBLIC_URL=%s, naming it', (value) => {
+    expect(() => loadConfig({ AERIE_PUBLIC_URL: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ AERIE_PUBLIC_URL: value })).toThrow(/AERIE_PUBLIC_URL/);
+  });
+
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],

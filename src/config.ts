@@ -37,6 +37,11 @@ export interface Config {
   readonly jobTimeoutMs: number;
   /** How long stopping waits for requests and the job in hand before it lets them go and exits. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * Where clients reach Aerie (AERIE_PUBLIC_URL): origin and optional path prefix, no trailing
+   * slash. Pagination links are built on it; without it, on the request's Host when valid.
+   */
+  readonly publicUrl: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -83,6 +88,24 @@ function appKey(raw: string | undefined): string | null {
   return raw;
 }
 
+function publicUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  const value = raw.trim();
+  const refuse = (why: string) =>
+    new ConfigError(`AERIE_PUBLIC_URL must be ${why}, such as https://panel.example.com, got "${raw}"`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw refuse('an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse('an http:// or https:// URL');
+  if (!/^https?:\/\/[^/]/i.test(value)) throw refuse('an absolute http(s) URL');
+  if (url.username !== '' || url.password !== '') throw refuse('a URL without credentials');
+  if (value.includes('?') || value.includes('#')) throw refuse('a URL without a query or fragment');
+  return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
 /** Reads the configuration once. Nothing else in Aerie reads `process.env`. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const dataDir = path.resolve(cwd, env.AERIE_DATA_DIR ?? './data');
@@ -111,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
     jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS', 6 * 3600, 1, 7 * 24 * 3600) * 1000,
     shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
+    publicUrl: publicUrl(env.AERIE_PUBLIC_URL),
   };
   return Object.freeze(config);
 }

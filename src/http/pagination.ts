@@ -18,7 +18,7 @@ export function pageQuery(perPage: { default: number; maximum: number }) {
   };
 }
 
-/** Builds the absolute URL of another page of the same listing. */
+/** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
 export type PageUrl = (page: number) => string;
 
 /**

@@ -2,11 +2,15 @@ import type { FastifyRequest } from 'fastify';
 import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
 import { NotAuthenticatedError } from '../shared/errors.ts';
 import { normalizeIp } from '../shared/ip.ts';
+import { pageLinks } from './page-links.ts';
+import type { PageUrl } from './pagination.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the authentication hook on `/api/client` routes. */
     actor: Actor | null;
+    /** AERIE_PUBLIC_URL, the same on every request (decorated by `buildApp`). */
+    publicUrl: string | null;
   }
 }
 
@@ -24,11 +28,12 @@ export function authenticatedContextOf(request: FastifyRequest): AuthenticatedCo
   return { ...contextOf(request), actor: request.actor };
 }
 
-/** An absolute URL of the same listing at another page, for `meta.pagination.links`. */
-export function pageUrlOf(request: FastifyRequest): (page: number) => string {
-  return (page) => {
-    const url = new URL(request.url, `${request.protocol}://${request.host}`);
-    url.searchParams.set('page', String(page));
-    return url.toString();
-  };
+/** Links to other pages of the listing this request asked for, for `meta.pagination.links`. */
+export function pageUrlOf(request: FastifyRequest): PageUrl {
+  return pageLinks({
+    publicUrl: request.publicUrl,
+    protocol: request.protocol,
+    host: request.host,
+    target: request.url,
+  });
 }
