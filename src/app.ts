@@ -10,6 +10,7 @@ import { ApiRateLimiter } from './http/rate-limit.ts';
 import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
+import { clientErrorHandler, refuseUnservableRequests } from './http/raw-refusals.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
@@ -63,6 +64,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestIdHeader: false,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // An HTTP/1.1 request without Host gets its 400 from refuseUnservableRequests, in the envelope.
+    http: { requireHostHeader: false },
   });
   http.decorateRequest('actor', null);
   http.decorateRequest('publicUrl', config.publicUrl);
@@ -76,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const routes = new RouteIndex();
   http.addHook('onRoute', (route) => routes.add(route.method, route.url));
   installErrorHandling(http, routes);
+  refuseUnservableRequests(http, routes);
   installBodyParsing(http);
 
   await http.register(swagger, {

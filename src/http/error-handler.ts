@@ -10,13 +10,15 @@ const FRAMEWORK_ERRORS: Record<number, [code: string, detail: string]> = {
   404: ['NotFoundHttpException', 'The requested resource could not be found on the server.'],
   405: ['MethodNotAllowedHttpException', 'The method is not supported for this route.'],
   406: ['NotAcceptableHttpException', 'The requested representation is not available.'],
+  408: ['RequestTimeoutHttpException', 'The request did not arrive in time.'],
   413: ['PayloadTooLargeHttpException', 'The request body is too large.'],
   414: ['UriTooLongHttpException', 'The request URI is too long.'],
   415: [
     'UnsupportedMediaTypeHttpException',
     'The request body must be JSON (Content-Type: application/json).',
   ],
-  431: ['RequestHeaderFieldsTooLargeHttpException', 'The request headers are too large.'],
+  417: ['ExpectationFailedHttpException', 'The expectation given in the Expect header cannot be met.'],
+  431: ['RequestHeaderFieldsTooLargeHttpException', 'The request line and headers are too large.'],
 };
 
 const INVALID_JSON_CODES = new Set(['FST_ERR_CTP_INVALID_JSON', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -62,22 +64,35 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
-    const allowed = routes.allowedMethods(path);
-    if (allowed.length > 0) {
-      return reply
-        .code(405)
-        .header('allow', allowed.join(', '))
-        .send(
-          errorEnvelope(
-            405,
-            'MethodNotAllowedHttpException',
-            `The ${request.method} method is not supported for this route.`,
-          ),
-        );
-    }
-    return reply.code(404).send(errorEnvelope(404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]));
+    const { status, headers, body } = unroutedAnswer(routes, request.method, request.url);
+    return reply.code(status).headers(headers).send(body);
   });
+}
+
+/** A request no route takes: 405 with `Allow` when its path exists under other methods, else 404. */
+export function unroutedAnswer(
+  routes: RouteIndex,
+  method: string,
+  url: string,
+): { status: number; headers: Record<string, string>; body: ReturnType<typeof errorEnvelope> } {
+  const allowed = routes.allowedMethods(url.split('?')[0] ?? '/');
+  if (allowed.length > 0) {
+    const detail = `The ${method} method is not supported for this route.`;
+    return {
+      status: 405,
+      headers: { allow: allowed.join(', ') },
+      body: errorEnvelope(405, 'MethodNotAllowedHttpException', detail),
+    };
+  }
+  return { status: 404, headers: {}, body: frameworkErrorEnvelope(404) };
+}
+
+/** The envelope of an error the framework or Node raises, by status (400 for any other). */
+export function frameworkErrorEnvelope(status: number): ReturnType<typeof errorEnvelope> {
+  const known = FRAMEWORK_ERRORS[status];
+  return known === undefined
+    ? errorEnvelope(400, ...FRAMEWORK_ERRORS[400]!)
+    : errorEnvelope(status, ...known);
 }
 
 /**

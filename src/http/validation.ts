@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../shared/errors.ts';
@@ -25,8 +25,64 @@ function newAjv(options: Options): Ajv {
 const textAjv = newAjv({ coerceTypes: true });
 const jsonAjv = newAjv({ coerceTypes: false });
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? jsonAjv : textAjv).compile(schema as object);
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return jsonAjv.compile(schema as object);
+  return decimalIntegersOnly(textAjv.compile(schema as object), schema as JsonObject);
+};
+
+type JsonObject = { properties?: Record<string, { type?: unknown }> } & Record<string, unknown>;
+
+/** Plain decimal digits, optionally negative (so that `-1` is refused by `min`, not as a non-number). */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/**
+ * Ajv coerces text to a number with `Number()`, which also takes ` 1`, `0x10`, `1e2` and `+5`.
+ * An integer field of a query string (or path, or header) must be written in decimal digits: any
+ * other string fails as `integer` before Ajv coerces it. The schema itself is untouched, so the
+ * OpenAPI document still shows an integer.
+ */
+function decimalIntegersOnly(validate: ValidateFunction, schema: JsonObject): ValidateFunction {
+  const integers = Object.entries(schema.properties ?? {}).filter(
+    ([, property]) => property.type === 'integer',
+  );
+  if (integers.length === 0) return validate;
+  const check = (data: unknown, context?: Parameters<ValidateFunction>[1]): boolean => {
+    const refused = typeof data === 'object' && data !== null ? nonDecimal(data, integers) : [];
+    const valid = validate(data, context);
+    const others = (validate.errors ?? []).filter(
+      (error) => !refused.some((r) => error.instancePath === r.instancePath),
+    );
+    checked.errors = refused.length + others.length > 0 ? [...refused, ...others] : null;
+    return valid && refused.length === 0;
+  };
+  // Fastify hands Ajv functions (those with a schemaEnv) the parent object, so coercion works.
+  const checked = Object.assign(check, {
+    errors: null as ErrorObject[] | null,
+    schema: validate.schema,
+    schemaEnv: validate.schemaEnv,
+  });
+  return checked as unknown as ValidateFunction;
+}
+
+/** A `type: integer` error, as Ajv words one, for each integer field not written in decimal. */
+function nonDecimal(data: object, integers: Array<[string, { type?: unknown }]>): ErrorObject[] {
+  return integers.flatMap(([name, property]) => {
+    const value = (data as Record<string, unknown>)[name];
+    if (typeof value !== 'string' || DECIMAL_INTEGER.test(value)) return [];
+    const pointer = name.replace(/~/g, '~0').replace(/\//g, '~1');
+    return [
+      {
+        keyword: 'type',
+        instancePath: `/${pointer}`,
+        schemaPath: `#/properties/${pointer}/type`,
+        params: { type: 'integer' },
+        message: 'must be integer',
+        parentSchema: property,
+        data: value,
+      },
+    ];
+  });
+}
 
 function fieldOf(error: ErrorObject): string {
   const pointer = error.instancePath.replace(/^\//, '').split('/').filter(Boolean);
