@@ -8,9 +8,16 @@ import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
-import { ArchiveError } from '../storage/archive.types.ts';
+import { ArchiveError, shownPath, skippedTotal, type ExtractReport } from '../storage/archive.types.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
-import { recoverRestore, restorePaths, stageRestore, swapIn } from '../storage/restore-files.ts';
+import {
+  discardReport,
+  recoverRestore,
+  restorePaths,
+  savedReport,
+  stageRestore,
+  swapIn,
+} from '../storage/restore-files.ts';
 import type { BackupRepository } from './backup.repository.ts';
 
 type Payload = JobPayloads['backup.restore'];
@@ -18,6 +25,9 @@ const MIB = 1024 * 1024;
 const RESTORING = 'restoring_backup';
 /** How many skipped entries the completion entry lists by name. */
 const SKIPPED_SHOWN = 20;
+
+type Recovered =
+  { outcome: 'clean' | 'rolled-back' } | { outcome: 'completed'; report: ExtractReport | null };
 
 /**
  * Restores a backup onto a server's volume. The archive is checked (present, checksum) and
@@ -42,63 +52,85 @@ export class RestoreJob implements JobHandler<Payload> {
     const { serverId, backupId, truncate } = job.payload;
     const paths = restorePaths(this.volumesDir, serverId, job.id, job.attempt);
     const recovered = await this.recoverEarlierAttempts(job);
-    if (recovered !== 'clean')
-      this.logger.warn({ job: job.id, recovered }, 'restore picked up after a crash');
+    if (recovered.outcome !== 'clean')
+      this.logger.warn({ job: job.id, recovered: recovered.outcome }, 'restore picked up after a crash');
     const backup = await this.backups.findOfServer(serverId, backupId);
     if (backup === undefined) throw new ArchiveError('not-found', 'the backup no longer exists');
-    const properties: Record<string, unknown> = { name: backup.name };
-    if (recovered !== 'completed') {
-      const server = await this.servers.findByReference(serverId);
-      const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
-      const report = await this.storage.withLocalFile(serverId, backupId, (archive) =>
-        stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal }),
-      );
-      // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
-      if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
-        await recoverRestore(paths);
-        throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
-      }
-      // The swap must happen once: only while this worker still holds the job.
-      if (!(await job.renewLease())) {
-        await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
-        throw new Error('the job lease was lost before the swap');
-      }
-      await swapIn(paths);
-      properties.files = report.files;
-      if (report.skipped.length > 0) {
-        // Links and special files in an archive are never created; the user is told which.
-        properties.skipped = report.skipped.slice(0, SKIPPED_SHOWN).map(({ path, kind }) => ({ path, kind }));
-        properties.skipped_count = report.skipped.length;
-      }
+    if (recovered.outcome === 'completed') {
+      await this.finish(job, 'server:backup.restore-complete', {
+        name: backup.name,
+        ...this.completionDetails(job, recovered.report),
+      });
+      return;
     }
-    await this.finish(job, 'server:backup.restore-complete', properties);
+    const server = await this.servers.findByReference(serverId);
+    const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
+    const report = await this.storage.withLocalFile(serverId, backupId, (archive) =>
+      stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal }),
+    );
+    // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
+    if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
+      await recoverRestore(paths);
+      throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+    }
+    // The swap must happen once: only while this worker still holds the job.
+    if (!(await job.renewLease())) {
+      await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
+      throw new Error('the job lease was lost before the swap');
+    }
+    await swapIn(paths);
+    await this.finish(job, 'server:backup.restore-complete', {
+      name: backup.name,
+      ...this.completionDetails(job, report),
+    });
   }
 
   /**
-   * Finishes or undoes what earlier attempts (and this one) left: 'completed' when one of them
-   * had already swapped the restored tree in, 'clean' or 'rolled-back' otherwise.
+   * Finishes or undoes what earlier attempts (and this one) left: 'completed', with the report
+   * saved before its swap, when one of them had already swapped the restored tree in; 'clean' or
+   * 'rolled-back' otherwise.
    */
-  private async recoverEarlierAttempts(
-    job: JobContext<Payload>,
-  ): Promise<'clean' | 'rolled-back' | 'completed'> {
-    let outcome: 'clean' | 'rolled-back' | 'completed' = 'clean';
+  private async recoverEarlierAttempts(job: JobContext<Payload>): Promise<Recovered> {
+    let recovered: Recovered = { outcome: 'clean' };
     for (let attempt = 1; attempt <= job.attempt; attempt++) {
-      const result = await recoverRestore(
-        restorePaths(this.volumesDir, job.payload.serverId, job.id, attempt),
-      );
-      if (result === 'completed' || (result === 'rolled-back' && outcome === 'clean')) outcome = result;
+      const paths = restorePaths(this.volumesDir, job.payload.serverId, job.id, attempt);
+      const outcome = await recoverRestore(paths);
+      if (outcome === 'completed') recovered = { outcome, report: await savedReport(paths) };
+      else if (outcome === 'rolled-back' && recovered.outcome === 'clean') recovered = { outcome };
     }
-    return outcome;
+    return recovered;
+  }
+
+  /** The completion entry's `files` and skipped entries (the true count; the first few by name). */
+  private completionDetails(job: JobContext<Payload>, report: ExtractReport | null): Record<string, unknown> {
+    if (report === null) {
+      this.logger.warn({ job: job.id }, 'restore completed by recovery without a saved report');
+      return {};
+    }
+    const details: Record<string, unknown> = { files: report.files };
+    const skippedCount = skippedTotal(report);
+    if (skippedCount > 0) {
+      // Links and special files in an archive are never created; the user is told which.
+      details.skipped = report.skipped
+        .slice(0, SKIPPED_SHOWN)
+        .map(({ path, kind }) => ({ path: shownPath(path), kind }));
+      details.skipped_count = skippedCount;
+    }
+    return details;
   }
 
   async fail(job: JobContext<Payload>, reason: string): Promise<void> {
     // Whatever a worker left half-done is finished or undone before the server is released.
     const recovered = await this.recoverEarlierAttempts(job);
-    if (recovered === 'completed') {
-      await this.finish(job, 'server:backup.restore-complete', { name: await this.nameOf(job) });
+    const name = await this.nameOf(job);
+    if (recovered.outcome === 'completed') {
+      await this.finish(job, 'server:backup.restore-complete', {
+        name,
+        ...this.completionDetails(job, recovered.report),
+      });
       return;
     }
-    await this.finish(job, 'server:backup.restore-failed', { name: await this.nameOf(job), reason });
+    await this.finish(job, 'server:backup.restore-failed', { name, reason });
   }
 
   private async nameOf(job: JobContext<Payload>): Promise<string> {
@@ -132,5 +164,8 @@ export class RestoreJob implements JobHandler<Payload> {
         trx,
       );
     });
+    // Recorded: the reports saved for recovery have served their purpose.
+    for (let attempt = 1; attempt <= job.attempt; attempt++)
+      await discardReport(restorePaths(this.volumesDir, serverId, job.id, attempt));
   }
 }

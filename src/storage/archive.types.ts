@@ -41,6 +41,25 @@ export interface ExtractReport {
   skippedOmitted?: number;
 }
 
+/** How many entries were skipped in all: those listed plus those only counted. */
+export function skippedTotal(report: Pick<ExtractReport, 'skipped' | 'skippedOmitted'>): number {
+  return report.skipped.length + (report.skippedOmitted ?? 0);
+}
+
+const SHOWN_PATH_CHARS = 100;
+
+/**
+ * An entry path as a message or the activity log shows it: its first 100 characters, then '…'.
+ * A path may be 4 KiB long (or, in a hostile archive, far longer); a reason must stay readable.
+ */
+export function shownPath(entryPath: string): string {
+  // 100 code points take at most 200 UTF-16 units: cutting at 202 never splits one of them.
+  const head = Array.from(entryPath.slice(0, 2 * SHOWN_PATH_CHARS + 2))
+    .slice(0, SHOWN_PATH_CHARS)
+    .join('');
+  return head.length === entryPath.length ? entryPath : `${head}…`;
+}
+
 export interface ExtractLimits {
   /** Most bytes the extracted tree may take (file content plus 4 KiB per entry); null = no limit of its own. */
   maxBytes: number | null;

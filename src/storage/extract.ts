@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, constants as fsc } from 'node:fs';
-import { lstat, mkdir, open, statfs, unlink, type FileHandle } from 'node:fs/promises';
+import { lstat, open, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -20,13 +20,16 @@ import {
   type ExtractReport,
   type Progress,
   type SkippedEntry,
+  shownPath,
 } from './archive.types.ts';
+import { DirectoryRoot } from './directory-root.ts';
 
 /** Bytes charged for every created file or directory, on top of its content. */
 export const ENTRY_COST = 4096;
 const FREE_SPACE_RESERVE = 64 * 1024 * 1024;
 const PROGRESS_INTERVAL_MS = 250;
 const MAX_COMPONENT_BYTES = 255;
+/** Longest entry path, counted as the archive writes it (not where it is staged on disk). */
 const MAX_PATH_BYTES = 4096;
 const MAX_SKIPPED_LISTED = 1000;
 const WRITE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW;
@@ -54,23 +57,29 @@ export async function extractArchive(
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
   const budget = await diskBudget(destination, limits.maxBytes);
-  const extraction = new Extraction(destination, budget, onProgress);
   limits.signal?.throwIfAborted();
-  const archiveSha256 = await readArchive(archivePath, extraction, limits.signal);
-  return { ...(await extraction.finish()), archiveSha256 };
+  const root = await DirectoryRoot.open(destination);
+  try {
+    const extraction = new Extraction(root, budget, onProgress);
+    const archiveSha256 = await readArchive(archivePath, extraction, limits.signal);
+    return { ...(await extraction.finish()), archiveSha256 };
+  } finally {
+    await root.close();
+  }
 }
 
 /** Maps an entry path to a path relative to the destination ('' = the destination itself). */
 function relativeEntryPath(raw: string): string {
   if (raw.includes('\0')) throw new ArchiveError('unsafe-path', 'entry path contains a NUL byte', raw);
   const parts = raw.split('/').filter((part) => part !== '' && part !== '.');
-  if (parts.includes('..')) throw new ArchiveError('unsafe-path', `entry path ${raw} leaves the volume`, raw);
+  if (parts.includes('..'))
+    throw new ArchiveError('unsafe-path', `entry path ${shownPath(raw)} leaves the volume`, raw);
   const rel = parts.join('/');
   if (
     parts.some((part) => Buffer.byteLength(part) > MAX_COMPONENT_BYTES) ||
     Buffer.byteLength(rel) > MAX_PATH_BYTES
   ) {
-    throw new ArchiveError('name-too-long', `entry path ${raw.slice(0, 200)}… is too long`, raw);
+    throw new ArchiveError('name-too-long', `entry path ${shownPath(raw)} is too long`, raw);
   }
   return rel;
 }
@@ -96,20 +105,17 @@ class Extraction {
   private lastProgress = Date.now();
   private lastParent: string | null = null;
 
-  private readonly root: string;
-
   constructor(
-    destination: string,
+    private readonly root: DirectoryRoot,
     private readonly budget: Budget,
     private readonly onProgress?: (p: Progress) => void,
-  ) {
-    this.root = path.resolve(destination);
-  }
+  ) {}
 
   /** Handles one entry, including those the parser discards itself (unknown types, huge headers). */
   async entry(entry: ReadEntry, cancelled: Promise<never>): Promise<void> {
     if (entry.meta) throw new ArchiveError('name-too-long', 'an extended header is over 1 MiB', entry.path);
-    if (!Number.isSafeInteger(entry.size) || entry.size < 0) throw corrupt(`invalid size for ${entry.path}`);
+    if (!Number.isSafeInteger(entry.size) || entry.size < 0)
+      throw corrupt(`invalid size for ${shownPath(entry.path)}`);
     const rel = relativeEntryPath(entry.path);
     const kind = KINDS[entry.type] ?? 'other';
     if (kind === 'file' && rel !== '') return this.writeFile(rel, entry, cancelled);
@@ -128,7 +134,7 @@ class Extraction {
   async finish(): Promise<ExtractReport> {
     const deepestFirst = [...this.directoryMeta].sort(([a], [b]) => depth(b) - depth(a));
     for (const [rel, meta] of deepestFirst) {
-      const handle = await open(path.join(this.root, rel), DIR_FLAGS);
+      const handle = await this.root.at(rel, (target) => open(target, DIR_FLAGS));
       try {
         await handle.chmod(meta.mode);
         if (meta.mtime) await handle.utimes(meta.mtime, meta.mtime);
@@ -169,16 +175,17 @@ class Extraction {
     } catch (err) {
       throw fsFailure(err, rel);
     }
-    const target = path.join(this.root, rel);
-    try {
-      return await open(target, WRITE_FLAGS, 0o600);
-    } catch (err) {
-      // EACCES: an earlier copy of this path was read-only (only matters when not running as root).
-      const existing = await lstat(target).catch(() => null);
-      if (errorCode(err) !== 'EACCES' || !existing?.isFile()) throw fsFailure(err, rel);
-      await unlink(target);
-      return open(target, WRITE_FLAGS, 0o600);
-    }
+    return this.root.at(rel, async (target) => {
+      try {
+        return await open(target, WRITE_FLAGS, 0o600);
+      } catch (err) {
+        // EACCES: an earlier copy of this path was read-only (only matters when not running as root).
+        const existing = await lstat(target).catch(() => null);
+        if (errorCode(err) !== 'EACCES' || !existing?.isFile()) throw fsFailure(err, rel);
+        await unlink(target);
+        return open(target, WRITE_FLAGS, 0o600);
+      }
+    });
   }
 
   private async makeDirectory(rel: string, entry: ReadEntry): Promise<void> {
@@ -194,10 +201,9 @@ class Extraction {
   /** mkdir -p, charging every directory it creates. */
   private async ensureDirectory(rel: string, force = false): Promise<void> {
     if (rel === '.' || rel === '' || (!force && rel === this.lastParent)) return;
-    const first = await mkdir(path.join(this.root, rel), { recursive: true, mode: 0o755 });
+    const created = await this.root.makeDirectories(rel, 0o755);
     this.lastParent = rel;
-    if (first === undefined) return;
-    const created = depth(rel) - depth(path.relative(this.root, first)) + 1;
+    if (created === 0) return;
     this.report.directories += created;
     this.charge(created * ENTRY_COST, rel);
   }
@@ -348,7 +354,7 @@ const FS_FAILURES: Record<string, [ArchiveFailure, string]> = {
 
 function fsFailure(err: unknown, rel: string): unknown {
   const known = FS_FAILURES[errorCode(err) ?? ''];
-  return known ? new ArchiveError(known[0], `${rel} ${known[1]}`, rel) : err;
+  return known ? new ArchiveError(known[0], `${shownPath(rel)} ${known[1]}`, rel) : err;
 }
 
 function inputFailure(err: unknown): unknown {

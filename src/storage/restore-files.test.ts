@@ -5,7 +5,16 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ArchiveError } from './archive.types.ts';
 import { createArchive } from './create-archive.ts';
-import { recoverRestore, restorePaths, stageRestore, swapIn, type RestorePaths } from './restore-files.ts';
+import { create as tarCreate } from 'tar';
+import {
+  discardReport,
+  recoverRestore,
+  restorePaths,
+  savedReport,
+  stageRestore,
+  swapIn,
+  type RestorePaths,
+} from './restore-files.ts';
 
 const UUID = '5f0c1a9e-2b1c-4c1e-9a0d-6f3e2d1c0b9a';
 const roots: string[] = [];
@@ -79,6 +88,7 @@ describe('restorePaths', () => {
       volume: `/srv/volumes/${UUID}`,
       staging: `/srv/volumes/.restore-${UUID}-42.staging`,
       retired: `/srv/volumes/.restore-${UUID}-42.old`,
+      report: `/srv/volumes/.restore-${UUID}-42.report.json`,
     });
   });
 
@@ -310,5 +320,60 @@ describe('recoverRestore', () => {
     expect(await recoverRestore(paths)).toBe('completed');
     expect(await recoverRestore(paths)).toBe('clean');
     expect(snapshot(paths.volume)).toEqual({ 'marker.txt': 'file staged' });
+  });
+});
+
+describe('the saved report', () => {
+  it('is saved with staging, and read back once that tree has been swapped in as the volume', async () => {
+    const { paths, backup } = setup();
+    const archive = await backup({ 'a.txt': 'a', 'dir/b.txt': 'b' });
+    const report = await stageRestore(paths, archive, { truncate: true, maxBytes: null });
+    expect(exists(paths.report)).toBe(true);
+    expect(await savedReport(paths)).toBeNull(); // the volume is not the staged tree (yet)
+
+    await swapIn(paths);
+
+    expect(await savedReport(paths)).toEqual(report);
+    // Swapped in and cleaned up, outcome not recorded: the report says the restore completed.
+    expect(await recoverRestore(paths)).toBe('completed');
+    expect(await recoverRestore(paths)).toBe('completed');
+    await discardReport(paths);
+    expect(exists(paths.report)).toBe(false);
+    expect(await recoverRestore(paths)).toBe('clean');
+  });
+
+  it('is removed, before the staging tree, when a restore is rolled back', async () => {
+    const { paths, backup } = setup();
+    await stageRestore(paths, await backup({ 'a.txt': 'a' }), { truncate: true, maxBytes: null });
+
+    expect(await recoverRestore(paths)).toBe('rolled-back');
+    expect(exists(paths.report)).toBe(false);
+    expect(exists(paths.staging)).toBe(false);
+  });
+
+  it('is ignored and removed when the tree it describes never became the volume', async () => {
+    const { paths, backup } = setup();
+    await stageRestore(paths, await backup({ 'a.txt': 'a' }), { truncate: true, maxBytes: null });
+    fs.rmSync(paths.staging, { recursive: true }); // e.g. a stalled worker's, removed by another
+
+    expect(await recoverRestore(paths)).toBe('clean');
+    expect(exists(paths.report)).toBe(false);
+  });
+
+  it('lists at most 100 skipped entries and counts the rest', async () => {
+    const { root, paths } = setup();
+    const source = path.join(root, 'links');
+    fs.mkdirSync(source);
+    for (let i = 0; i < 150; i++) fs.symlinkSync('target', path.join(source, `l${i}`));
+    const archive = path.join(root, 'links.tar.gz');
+    await tarCreate({ gzip: true, file: archive, cwd: source }, fs.readdirSync(source));
+
+    const report = await stageRestore(paths, archive, { truncate: true, maxBytes: null });
+    expect(report.skipped).toHaveLength(150);
+    await swapIn(paths);
+
+    const saved = await savedReport(paths);
+    expect(saved?.skipped).toEqual(report.skipped.slice(0, 100));
+    expect(saved?.skippedOmitted).toBe(50);
   });
 });

@@ -2,9 +2,11 @@
  * The filesystem half of a restore job, built to survive the worker dying at any point.
  *
  * A restore is staged next to the live volume (same parent directory, so same filesystem), then
- * swapped in with two renames. recoverRestore() looks at which of the three directories exist and
- * finishes or undoes whatever a dead worker left behind. Nothing here follows a symlink that lives
- * inside a volume: the live tree is read through VolumeDir, and fs.rm removes links, not targets.
+ * swapped in with two renames. The extraction's report is saved beside the staging tree before the
+ * swap, so that a restore finished after a crash reports what a normal one does. recoverRestore()
+ * looks at which of these exist and finishes or undoes whatever a dead worker left behind. Nothing
+ * here follows a symlink that lives inside a volume: the live tree is read through VolumeDir, and
+ * trees are removed without following links.
  */
 import { constants as fsc, type Stats } from 'node:fs';
 import {
@@ -13,7 +15,6 @@ import {
   lstat,
   mkdir,
   open,
-  readdir,
   readlink,
   rename,
   rm,
@@ -23,6 +24,8 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
+import { DirectoryRoot, removeTreeByDescriptor } from './directory-root.ts';
+import { readReport, saveReport } from './restore-report.ts';
 import { isGone, VolumeDir } from './volume-dir.ts';
 import { ENTRY_COST, extractArchive } from './extract.ts';
 
@@ -30,6 +33,8 @@ export interface RestorePaths {
   volume: string;
   staging: string;
   retired: string;
+  /** The extraction's report, saved once staging is complete and kept until the outcome is recorded. */
+  report: string;
 }
 
 export interface StageOptions {
@@ -66,12 +71,14 @@ export function restorePaths(
     volume: path.join(volumesDir, serverUuid),
     staging: `${prefix}.staging`,
     retired: `${prefix}.old`,
+    report: `${prefix}.report.json`,
   };
 }
 
 /**
  * Builds the restored tree in `paths.staging`: the backup, plus (unless truncating) whatever only
- * the live volume has. The live volume is only read. On failure the staging directory is removed.
+ * the live volume has, then saves the report beside it (`paths.report`). The live volume is only
+ * read. On failure the staging directory and the report are removed.
  */
 export async function stageRestore(
   paths: RestorePaths,
@@ -80,6 +87,7 @@ export async function stageRestore(
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
   const volumeStats = await stat(paths.volume);
+  await rm(paths.report, { force: true });
   await removeTree(paths.staging);
   await mkdir(paths.staging, { mode: 0o700 });
   try {
@@ -95,11 +103,27 @@ export async function stageRestore(
       await mergeLiveVolume(paths.volume, paths.staging, new MergeBudget(used, options.maxBytes));
     }
     await chmod(paths.staging, volumeStats.mode & 0o7777);
+    await saveReport(paths.report, paths.staging, report);
+    await syncDirectory(path.dirname(paths.report)); // on disk before the swap it describes
     return report;
   } catch (err) {
+    await rm(paths.report, { force: true });
     await removeTree(paths.staging);
     throw err;
   }
+}
+
+/**
+ * The report saved by stageRestore, once its staging tree has been swapped in as the volume; null
+ * when there is none (or it is unreadable, or describes a tree that was never swapped in).
+ */
+export function savedReport(paths: RestorePaths): Promise<ExtractReport | null> {
+  return readReport(paths.report, paths.volume);
+}
+
+/** Deletes the saved report: to be called once the restore's outcome has been recorded. */
+export async function discardReport(paths: RestorePaths): Promise<void> {
+  await rm(paths.report, { force: true });
 }
 
 /** Replaces the live volume with the staged one: two atomic renames, then the old tree is deleted. */
@@ -110,16 +134,21 @@ export async function swapIn(paths: RestorePaths): Promise<void> {
   await removeTree(paths.retired);
 }
 
-/** Finishes or undoes a restore whose worker died. Safe to call any number of times. */
+/**
+ * Finishes or undoes a restore whose worker died. Safe to call any number of times. A completed
+ * restore's saved report is kept (read it with savedReport) until discardReport.
+ */
 export async function recoverRestore(paths: RestorePaths): Promise<RecoveryOutcome> {
-  const [volume, staging, retired] = await Promise.all([
+  const [volume, staging, retired, report] = await Promise.all([
     exists(paths.volume),
     exists(paths.staging),
     exists(paths.retired),
+    exists(paths.report),
   ]);
   if (!volume && retired) {
     // Died between the two renames of swapIn (or, with no staging left, somewhere odd): put a
     // volume back in place first, then clean up.
+    if (!staging) await rm(paths.report, { force: true });
     await rename(staging ? paths.staging : paths.retired, paths.volume);
     await syncDirectory(path.dirname(paths.volume));
     if (!staging) return 'rolled-back';
@@ -133,8 +162,15 @@ export async function recoverRestore(paths: RestorePaths): Promise<RecoveryOutco
     return 'completed';
   }
   if (staging) {
+    // Never swapped in: the report goes too, and the restore starts over.
+    await rm(paths.report, { force: true });
     await removeTree(paths.staging);
     return 'rolled-back';
+  }
+  if (report) {
+    // The swap and the cleanup finished; only the outcome was not recorded yet.
+    if ((await savedReport(paths)) !== null) return 'completed';
+    await rm(paths.report, { force: true });
   }
   return 'clean';
 }
@@ -160,51 +196,61 @@ class MergeBudget {
 async function mergeLiveVolume(volume: string, staging: string, budget: MergeBudget): Promise<void> {
   const live = await VolumeDir.open(volume);
   try {
-    await mergeDirectory(live, staging, '', budget);
+    const staged = await DirectoryRoot.open(staging);
+    try {
+      await mergeDirectory(live, staged, '', budget);
+    } finally {
+      await staged.close();
+    }
   } finally {
     await live.close();
   }
 }
 
-/** Adds to `target` every entry of `live` that the backup does not have. */
+/**
+ * Adds to staging, under `prefix`, every entry of `live` that the backup does not have. Staged
+ * paths are reached through `staged` (they may be longer than one system call accepts).
+ */
 async function mergeDirectory(
   live: VolumeDir,
-  target: string,
+  staged: DirectoryRoot,
   prefix: string,
   budget: MergeBudget,
 ): Promise<void> {
   for await (const entry of live.entries()) {
-    await mergeEntry(live, entry.name, path.join(target, entry.name), prefix + entry.name, budget);
+    await mergeEntry(live, entry.name, staged, prefix + entry.name, budget);
   }
 }
 
 async function mergeEntry(
   live: VolumeDir,
   name: string,
-  target: string,
+  staged: DirectoryRoot,
   rel: string,
   budget: MergeBudget,
 ): Promise<void> {
   const source = live.child(name);
   const stats = await lstatOrNull(source);
   if (stats === null) return; // removed while we walked
-  const staged = await lstatOrNull(target);
-  if (staged !== null) {
+  const existing = await staged.at(rel, lstatOrNull);
+  if (existing !== null) {
     // The backup has this path, so the backup's version wins, whatever either kind is. Only two
     // real directories are merged further down.
-    if (staged.isDirectory() && stats.isDirectory())
-      await mergeIntoStaged(live, name, target, rel, staged, budget);
+    if (existing.isDirectory() && stats.isDirectory())
+      await mergeIntoStaged(live, name, staged, rel, existing, budget);
     return;
   }
   if (stats.isDirectory()) {
-    await copyDirectory(live, name, target, rel, budget);
+    await copyDirectory(live, name, staged, rel, budget);
   } else if (stats.isFile()) {
     budget.charge(stats.size + ENTRY_COST, rel);
-    await ignoreGone(link(source, target)); // same filesystem: shares the inode, copies nothing
+    // Same filesystem: shares the inode, copies nothing.
+    await staged.at(rel, (target) => ignoreGone(link(source, target)));
   } else if (stats.isSymbolicLink()) {
     budget.charge(ENTRY_COST, rel);
     const linkText = await ignoreGone(readlink(source));
-    if (linkText !== null) await symlink(linkText, target); // the user's link, recreated as is, never followed
+    // The user's link, recreated as is, never followed.
+    if (linkText !== null) await staged.at(rel, (target) => symlink(linkText, target));
   }
   // Sockets, FIFOs and devices are not carried over.
 }
@@ -212,29 +258,32 @@ async function mergeEntry(
 async function mergeIntoStaged(
   live: VolumeDir,
   name: string,
-  target: string,
+  staged: DirectoryRoot,
   rel: string,
-  staged: Stats,
+  existing: Stats,
   budget: MergeBudget,
 ): Promise<void> {
-  const merged = await inSubdirectory(live, name, (dir) => mergeDirectory(dir, target, `${rel}/`, budget));
-  if (merged) await utimes(target, staged.atime, staged.mtime); // adding entries changed the backup's mtime
+  const merged = await inSubdirectory(live, name, (dir) => mergeDirectory(dir, staged, `${rel}/`, budget));
+  // Adding entries changed the backup's mtime.
+  if (merged) await staged.at(rel, (target) => utimes(target, existing.atime, existing.mtime));
 }
 
 async function copyDirectory(
   live: VolumeDir,
   name: string,
-  target: string,
+  staged: DirectoryRoot,
   rel: string,
   budget: MergeBudget,
 ): Promise<void> {
   await inSubdirectory(live, name, async (dir) => {
     budget.charge(ENTRY_COST, rel);
-    await mkdir(target, { mode: 0o700 });
-    await mergeDirectory(dir, target, `${rel}/`, budget);
+    await staged.at(rel, (target) => mkdir(target, { mode: 0o700 }));
+    await mergeDirectory(dir, staged, `${rel}/`, budget);
     const stats = await dir.stat();
-    await chmod(target, stats.mode & 0o7777);
-    await utimes(target, stats.atime, stats.mtime);
+    await staged.at(rel, async (target) => {
+      await chmod(target, stats.mode & 0o7777);
+      await utimes(target, stats.atime, stats.mtime);
+    });
   });
 }
 
@@ -258,30 +307,19 @@ async function inSubdirectory(
 }
 
 /**
- * rm -rf. fs.rm unlinks symlinks rather than following them. When not running as root, a
- * read-only directory blocks the removal of its entries, so those are made writable and the
- * removal retried (directories only: a file may be hard-linked into the live volume).
+ * rm -rf. fs.rm unlinks symlinks rather than following them. It gives up on a read-only directory
+ * (when not running as root) and on a path longer than one system call accepts (a tree restored
+ * from a backup may hold paths of 4096 bytes, below a volume's own path); the removal is then
+ * finished one directory at a time, through descriptors.
  */
 async function removeTree(target: string): Promise<void> {
   try {
     await rm(target, { recursive: true, force: true });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EACCES' && code !== 'EPERM') throw err;
-    await makeDirectoriesWritable(target);
-    await rm(target, { recursive: true, force: true });
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'ENAMETOOLONG') throw err;
+    await removeTreeByDescriptor(target);
   }
-}
-
-async function makeDirectoriesWritable(dir: string): Promise<void> {
-  const handle = await ignoreGone(open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW));
-  if (handle === null) return; // not a directory (or a symlink): nothing to do
-  try {
-    await handle.chmod(((await handle.stat()).mode & 0o7777) | 0o700);
-  } finally {
-    await handle.close();
-  }
-  for (const name of await readdir(dir)) await makeDirectoriesWritable(path.join(dir, name));
 }
 
 async function syncDirectory(dir: string): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +52,15 @@ const BACKUP: TreeSpec = {
   'world/level.dat': 'backup level',
   'config/app.yml': { content: 'a: 1\n', mode: 0o640 },
 };
+/** The small backup also holds a symlink, which a restore skips and reports. */
+const SMALL: TreeSpec = { ...BACKUP, 'current.log': { symlink: 'server.properties' } };
+/** What the completion entry says about the small backup, however the restore was finished. */
+const SMALL_COMPLETE = {
+  name: 'nightly',
+  files: 3,
+  skipped: [{ path: 'current.log', kind: 'symlink' }],
+  skipped_count: 1,
+};
 
 let app: TestApp;
 let owner: User;
@@ -65,7 +74,7 @@ beforeAll(async () => {
   owner = await createUser(app);
   token = (await createApiKey(app, owner)).token;
   work = await tempDir();
-  small = await backupOf(BACKUP, work);
+  small = await backupOf(SMALL, work);
 });
 
 afterEach(() => {
@@ -114,6 +123,13 @@ async function outcome(serverId: string, batch: string) {
   const [job] = await restoreJobsOf(app, serverId);
   const events = (await activityOfServer(app, serverId)).filter((e) => e.batch === batch);
   return { job, events, status: await serverStatus(app, serverId), leftovers: await restoreLeftovers(app) };
+}
+
+/** What restoring the small backup puts in a volume: its files, without the skipped symlink. */
+async function smallRestored(): Promise<Awaited<ReturnType<typeof contents>>> {
+  const files = await contents(small.source);
+  delete files['current.log'];
+  return files;
 }
 
 async function until(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
@@ -205,7 +221,7 @@ describe('a worker that died between the two renames of the swap', () => {
 
     expect(await drainJobs(app)).toBe(1);
 
-    const expected = await contents(small.source);
+    const expected = await smallRestored();
     if (!truncate) for (const rel of ['live-only.txt', 'logs', 'latest']) expected[rel] = live[rel]!;
     expect(await contents(server.volume)).toEqual(expected);
     const done = await outcome(server.id, batch);
@@ -217,6 +233,7 @@ describe('a worker that died between the two renames of the swap', () => {
       'server:backup.restore',
       'server:backup.restore-complete',
     ]);
+    expect(done.events[1]?.properties).toEqual(SMALL_COMPLETE);
   });
 
   it('is finished when only the removal of the old tree was cut short', async () => {
@@ -227,7 +244,7 @@ describe('a worker that died between the two renames of the swap', () => {
     await rename(paths.staging, paths.volume);
 
     expect(await drainJobs(app)).toBe(1);
-    expect(await contents(server.volume)).toEqual(await contents(small.source));
+    expect(await contents(server.volume)).toEqual(await smallRestored());
     const done = await outcome(server.id, batch);
     expect(done.leftovers).toEqual([]);
     expect(done.job).toMatchObject({ state: 'succeeded', attempts: 2 });
@@ -235,6 +252,32 @@ describe('a worker that died between the two renames of the swap', () => {
       'server:backup.restore',
       'server:backup.restore-complete',
     ]);
+    expect(done.events[1]?.properties).toEqual(SMALL_COMPLETE);
+  });
+
+  it('is recorded, not extracted again, when the swap had finished but its completion was not recorded', async () => {
+    const { server, batch, paths, jobId, backupId } = await queuedRestore(small.archive, true);
+    await orphan(jobId, 1);
+    await stageRestore(paths, storedArchive(app, server.id, backupId), { truncate: true, maxBytes: null });
+    await rename(paths.volume, paths.retired);
+    await rename(paths.staging, paths.volume);
+    await rm(paths.retired, { recursive: true });
+    // Written after the swap: a second extraction (truncating) would delete it.
+    await writeFile(path.join(server.volume, 'after-swap.txt'), 'kept');
+
+    expect(await drainJobs(app)).toBe(1);
+    expect(await contents(server.volume)).toEqual({
+      ...(await smallRestored()),
+      'after-swap.txt': expect.objectContaining({ type: 'file', size: 4 }) as unknown,
+    });
+    const done = await outcome(server.id, batch);
+    expect(done.leftovers).toEqual([]);
+    expect(done.job).toMatchObject({ state: 'succeeded', attempts: 2 });
+    expect(done.events.map((e) => e.event)).toEqual([
+      'server:backup.restore',
+      'server:backup.restore-complete',
+    ]);
+    expect(done.events[1]?.properties).toEqual(SMALL_COMPLETE);
   });
 });
 
@@ -271,5 +314,25 @@ describe('a job tried more often than max_attempts', () => {
     expect(failed.properties.name).toBe('nightly');
     expect(failed.properties.reason).toMatch(/gave up after \d+ attempts/);
     expect(done.job?.error).toBe(failed.properties.reason);
+  });
+
+  it('records the completion, with the files and skipped entries, when the swap was cut between its renames', async () => {
+    const { server, batch, paths, jobId, backupId } = await queuedRestore(small.archive, true);
+    await stageRestore(paths, storedArchive(app, server.id, backupId), { truncate: true, maxBytes: null });
+    await rename(paths.volume, paths.retired);
+    const [row] = await restoreJobsOf(app, server.id);
+    await orphan(jobId, row!.max_attempts);
+
+    expect(await drainJobs(app)).toBe(1);
+
+    expect(await contents(server.volume)).toEqual(await smallRestored());
+    const done = await outcome(server.id, batch);
+    expect(done.leftovers).toEqual([]);
+    expect(done.status).toBeNull();
+    expect(done.events.map((e) => e.event)).toEqual([
+      'server:backup.restore',
+      'server:backup.restore-complete',
+    ]);
+    expect(done.events[1]?.properties).toEqual(SMALL_COMPLETE);
   });
 });

@@ -3,6 +3,7 @@
  * the volume the backup exactly; without it the backup is laid over the live files; a restore that
  * fails for any reason leaves the volume exactly as it was, and says why.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -283,6 +284,103 @@ describe.each([true, false])('a failed restore, truncate %s', (truncate) => {
       expect(String(failed.properties.reason)).toMatch(/disk limit/i);
       expect(await snapshot(target.server.volume, { mtimes: true })).toEqual(before);
     }
+  });
+});
+
+describe('archive entries that are not restored', () => {
+  it('are all counted in skipped_count, however many there are; 20 are listed', async () => {
+    const file = path.join(work, 'many-links.tar.gz');
+    await writeTarGz(file, [
+      { path: 'kept.txt', content: 'kept' },
+      ...Array.from({ length: 1005 }, (_, i) => ({ path: `links/l${i}`, type: '2', linkname: 'kept.txt' })),
+    ]);
+    const { server, backupId } = await liveServer({ archive: file });
+    const batch = await restore(server.id, backupId, true);
+
+    const complete = await expectCleanFinish(server.id, batch, 'succeeded');
+    expect(complete.properties).toMatchObject({ name: 'nightly', files: 1, skipped_count: 1005 });
+    const skipped = complete.properties.skipped as { path: string; kind: string }[];
+    expect(skipped).toHaveLength(20);
+    expect(skipped[0]).toEqual({ path: 'links/l0', kind: 'symlink' });
+  });
+});
+
+/** `bytes` bytes of path in components of at most 250 bytes: as long as an archive may hold. */
+function deepPath(bytes: number, leaf = 'f'): string {
+  const parts: string[] = [];
+  let length = 0;
+  while (length + 251 + leaf.length < bytes) {
+    parts.push(String(parts.length).padEnd(250, 'd'));
+    length += 251;
+  }
+  parts.push(leaf.padEnd(bytes - length, 'f'));
+  return parts.join('/');
+}
+
+/** Regular files under `root` as `path size mode`, read by find(1) (which has no path-length limit). */
+function filesUnder(root: string): string[] {
+  const out = execFileSync('find', [root, '-type', 'f', '-printf', '%P %s %m\\n'], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .filter((line) => line !== '')
+    .sort();
+}
+
+describe('a path as long as an archive may hold (4,090 bytes)', () => {
+  it('is restored, laid over again, and replaced, however long the volume’s own path', async () => {
+    const deep = deepPath(4090);
+    expect(Buffer.byteLength(deep)).toBe(4090);
+    expect(Buffer.byteLength(path.join(app.config.volumesDir, '.restore-x-1.staging', deep))).toBeGreaterThan(
+      4096,
+    );
+    const file = path.join(work, 'deep.tar.gz');
+    await writeTarGz(file, [
+      { path: deep, content: 'deep', mode: 0o640 },
+      { path: 'top.txt', content: 'top' },
+    ]);
+    const { server, backupId } = await liveServer({ archive: file, live: { 'live.txt': 'live' } });
+
+    await expectCleanFinish(server.id, await restore(server.id, backupId, false), 'succeeded');
+    expect(filesUnder(server.volume)).toEqual([`${deep} 4 640`, 'live.txt 4 644', 'top.txt 3 644']);
+
+    // Again without truncate: the live volume now has the deep directories too, and is merged.
+    const again = await restore(server.id, backupId, false);
+    expect((await activityOfServer(app, server.id)).filter((e) => e.batch === again).at(-1)?.event).toBe(
+      'server:backup.restore-complete',
+    );
+    expect(filesUnder(server.volume)).toEqual([`${deep} 4 640`, 'live.txt 4 644', 'top.txt 3 644']);
+
+    // A backup with a hostile entry after the deep one fails, and its staging tree is removed.
+    const hostile = path.join(work, 'deep-hostile.tar.gz');
+    await writeTarGz(hostile, [
+      { path: deepPath(4090, 'g'), content: 'deep' },
+      { path: '../escape.txt', content: 'x' },
+    ]);
+    const bad = await importBackup(app, server.id, hostile, 'hostile');
+    const failedBatch = await restore(server.id, bad.uuid, true);
+    const failed = (await activityOfServer(app, server.id)).filter((e) => e.batch === failedBatch).at(-1);
+    expect(failed?.event).toBe('server:backup.restore-failed');
+    expect(String(failed?.properties.reason)).toMatch(/leaves the volume/);
+    expect(await restoreLeftovers(app)).toEqual([]);
+
+    // A truncating restore of a shallow backup retires (and deletes) the deep tree.
+    const shallow = await importBackup(app, server.id, backup.archive, 'shallow');
+    await restore(server.id, shallow.uuid, true);
+    expect(await contents(server.volume)).toEqual(await contents(backup.source));
+    expect(await restoreLeftovers(app)).toEqual([]);
+  });
+
+  it('one byte over 4096 fails as too long, with a short reason', async () => {
+    const file = path.join(work, 'too-deep.tar.gz');
+    await writeTarGz(file, [{ path: deepPath(4097), content: 'x' }]);
+    const { server, backupId } = await liveServer({ archive: file });
+    const before = await snapshot(server.volume, { mtimes: true });
+    const batch = await restore(server.id, backupId, true);
+    const failed = await expectCleanFinish(server.id, batch, 'failed');
+    const reason = String(failed.properties.reason);
+    expect(reason).toMatch(/too long/);
+    expect(reason.length).toBeLessThan(200);
+    expect(await snapshot(server.volume, { mtimes: true })).toEqual(before);
   });
 });
 
