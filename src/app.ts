@@ -10,7 +10,7 @@ import { ApiRateLimiter } from './http/rate-limit.ts';
 import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
-import { clientErrorHandler, refuseUnservableRequests } from './http/raw-refusals.ts';
+import { clientErrorHandler, refuseUnservableRequests, refuseWhileClosing } from './http/raw-refusals.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
@@ -62,11 +62,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests that arrive while closing get their 503 from refuseWhileClosing, in the envelope.
+    return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-    // An HTTP/1.1 request without Host gets its 400 from refuseUnservableRequests, in the envelope.
-    http: { requireHostHeader: false },
+    // Bodies are small: a request still arriving after this is refused with a 408 (the envelope,
+    // from clientErrorHandler), so no slow or malformed request holds a connection for long.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      // An HTTP/1.1 request without Host gets its 400 from refuseUnservableRequests, in the envelope.
+      requireHostHeader: false,
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      connectionsCheckingInterval: Math.max(250, Math.min(30_000, config.requestTimeoutMs / 4)),
+    },
   });
   http.decorateRequest('actor', null);
   http.decorateRequest('publicUrl', config.publicUrl);
@@ -81,6 +89,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   http.addHook('onRoute', (route) => routes.add(route.method, route.url));
   installErrorHandling(http, routes);
   refuseUnservableRequests(http, routes);
+  refuseWhileClosing(http);
   installBodyParsing(http);
 
   await http.register(swagger, {

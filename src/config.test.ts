@@ -15,6 +15,11 @@ describe('loadConfig', () => {
     expect([config.host, config.port]).toEqual(['127.0.0.1', 8080]);
     expect(config.trustProxy).toBe(false);
     expect([config.loginAttemptsPer15Minutes, config.loginAccountAttemptsPerHour]).toEqual([10, 300]);
+    expect([config.jobTimeoutMs, config.shutdownTimeoutMs, config.requestTimeoutMs]).toEqual([
+      6 * 3600_000,
+      30_000,
+      30_000,
+    ]);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -78,6 +83,9 @@ describe('loadConfig', () => {
     ['AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', '-1'],
     ['AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 'lots'],
     ['AERIE_JOB_LEASE_SECONDS', '0'],
+    ['AERIE_JOB_TIMEOUT_SECONDS', '0'],
+    ['AERIE_SHUTDOWN_TIMEOUT_SECONDS', 'soon'],
+    ['AERIE_REQUEST_TIMEOUT_SECONDS', '0'],
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(

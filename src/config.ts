@@ -37,6 +37,8 @@ export interface Config {
   readonly jobTimeoutMs: number;
   /** How long stopping waits for requests and the job in hand before it lets them go and exits. */
   readonly shutdownTimeoutMs: number;
+  /** How long a client may take to send a whole request (line, headers and body): then a 408. */
+  readonly requestTimeoutMs: number;
   /**
    * Where clients reach Aerie (AERIE_PUBLIC_URL): origin and optional path prefix, no trailing
    * slash. Pagination links are built on it; without it, on the request's Host when valid.
@@ -134,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
     jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS', 6 * 3600, 1, 7 * 24 * 3600) * 1000,
     shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
+    requestTimeoutMs: integer(env, 'AERIE_REQUEST_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
     publicUrl: publicUrl(env.AERIE_PUBLIC_URL),
   };
   return Object.freeze(config);

@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectionError, FastifyInstance } from 'fastify';
-import { BadRequestError } from '../shared/errors.ts';
+import { BadRequestError, ServiceUnavailableError } from '../shared/errors.ts';
 import type { RouteIndex } from './allowed-methods.ts';
 import { frameworkErrorEnvelope, unroutedAnswer } from './error-handler.ts';
 
@@ -88,5 +88,23 @@ export function refuseUnservableRequests(app: FastifyInstance, routes: RouteInde
   app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const { status, headers, body } = unroutedAnswer(routes, 'CONNECT', request.url ?? '/');
     endWithError(socket, status, body, randomUUID(), headers);
+  });
+}
+
+/**
+ * Once the server is closing, a request that still arrives on an open connection gets a 503 in
+ * the envelope (Fastify's own would have a body of its own) and the connection is closed.
+ */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new ServiceUnavailableError('Aerie is shutting down; try again in a moment.');
+    }
   });
 }

@@ -78,3 +78,8 @@ export class TooManyRequestsError extends AppError {
     this.headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
   }
 }
+
+export class ServiceUnavailableError extends AppError {
+  readonly status = 503;
+  readonly code = 'ServiceUnavailableHttpException';
+}

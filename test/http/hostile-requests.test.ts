@@ -362,3 +362,71 @@ describe('integer query parameters take plain decimal digits only', () => {
     }
   });
 });
+
+describe('connections that cannot be served', () => {
+  /** Writes `request` and leaves the connection open, as a stalled client does; reads until close. */
+  function stall(port: number, request: string): Promise<RawResponse & { ms: number }> {
+    return new Promise((resolve, reject) => {
+      const started = Date.now();
+      const chunks: Buffer[] = [];
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+      socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        try {
+          resolve({ ...parseResponse(Buffer.concat(chunks).toString('utf8')), ms: Date.now() - started });
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+    });
+  }
+
+  it.each([
+    [
+      'a body that never finishes arriving',
+      'POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"user":',
+    ],
+    [
+      // Node stops reading such a body without reporting an error: only the time limit ends it.
+      'an Upgrade request whose chunked body is malformed',
+      'POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: Upgrade\r\n' +
+        'Upgrade: websocket\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    ],
+  ])('%s gets a 408 in the envelope after AERIE_REQUEST_TIMEOUT_SECONDS', async (_name, request) => {
+    const impatient = await startTestApp({ env: { AERIE_REQUEST_TIMEOUT_SECONDS: '1' } });
+    try {
+      const res = await stall(await listen(impatient), request);
+      expectEnvelope(res, 408, 'RequestTimeoutHttpException');
+      expect(res.ms).toBeLessThan(10_000);
+    } finally {
+      await impatient.close();
+    }
+  });
+
+  it('a request that arrives while the server is closing gets a 503 in the envelope', async () => {
+    const closingApp = await startTestApp();
+    const closingPort = await listen(closingApp);
+    const received: Buffer[] = [];
+    const socket = net.connect(closingPort, '127.0.0.1');
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    // A request still arriving keeps its connection open while the server closes…
+    const body = JSON.stringify({ user: 'nobody', password: 'wrong password' });
+    socket.write(
+      `POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = closingApp.http.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // …and a second request pipelined behind it arrives once closing has begun.
+    socket.write(`${body.slice(5)}GET /api/client HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await ended;
+    await closed;
+    const text = Buffer.concat(received).toString('utf8');
+    const second = text.slice(text.indexOf('HTTP/1.1', 1));
+    expectEnvelope(parseResponse(second), 503, 'ServiceUnavailableHttpException');
+    await closingApp.close();
+  });
+});
