@@ -169,6 +169,10 @@ describe('a backup with hostile patterns on a large tree', () => {
     loop.disable();
     await worker.stop();
 
+    console.log(
+      `hostile backup: ${latencies.length} requests answered meanwhile, slowest ${Math.round(Math.max(...latencies))} ms; ` +
+        `event loop delay max ${Math.round(loop.max / 1e6)} ms, p99 ${Math.round(loop.percentile(99) / 1e6)} ms`,
+    );
     const [row] = await backupRows(server.id);
     expect(row?.is_successful).toBe(1);
     const entries = await archiveEntries(path.join(app.config.backupsDir, server.id, `${row?.id}.tar.gz`));
