@@ -3,15 +3,14 @@
  * costly the patterns or large the tree, the API keeps answering while the job runs; and a
  * process asked to stop does not wait for a long job past its deadline.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/jobs/worker.ts';
 import { IGNORED_LIMITS } from '../../src/backups/ignore-patterns.ts';
-import { archiveEntries, freePort, untilListening } from '../support/archives.ts';
+import { archiveEntries, freePort, spawnAerie, untilListening } from '../support/archives.ts';
 import {
   bearer,
   createApiKey,
@@ -21,8 +20,6 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 let app: TestApp;
 beforeAll(async () => {
@@ -207,24 +204,12 @@ describe('stopping a process with a long job in hand', () => {
       ).toBe(200);
 
       const port = await freePort();
-      let output = '';
-      const child = spawn(process.execPath, ['bin/aerie.js', 'serve', '--port', String(port)], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          AERIE_DATA_DIR: app.dataDir,
-          DATABASE_URL: `sqlite:${app.config.database.sqlitePath}`,
-          AERIE_WORKER_POLL_MS: '50',
-          AERIE_JOB_LEASE_SECONDS: '30',
-          AERIE_SHUTDOWN_TIMEOUT_SECONDS: '1',
-          LOG_LEVEL: 'info',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const aerie = spawnAerie(app, ['serve', '--port', String(port)], {
+        AERIE_JOB_LEASE_SECONDS: '30',
+        AERIE_SHUTDOWN_TIMEOUT_SECONDS: '1',
       });
+      const { child, exited } = aerie;
       children.push(child);
-      child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       await untilListening(port);
       await expect
         .poll(async () => (await jobRows()).at(-1)?.state, { timeout: 30_000, interval: 50 })
@@ -237,9 +222,9 @@ describe('stopping a process with a long job in hand', () => {
         exited,
         new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 20_000)),
       ]);
-      expect(code, output).toBe(0);
+      expect(code, aerie.output()).toBe(0);
       expect(Date.now() - signalled).toBeLessThan(15_000);
-      expect(output).toMatch(/another worker will take it over/);
+      expect(aerie.output()).toMatch(/another worker will take it over/);
 
       // The job is left as a crash would leave it: running, on the stopped worker's lease, which
       // the next worker takes over once it runs out. Nothing half-written stays behind.

@@ -4,11 +4,10 @@
  * them. The next worker that claims the job finishes the restore; a job tried too often is given
  * up, and whatever it left is undone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restorePaths, stageRestore } from '../../src/storage/restore-files.ts';
 import type { User } from '../../src/users/user.ts';
@@ -22,6 +21,7 @@ import {
   restoreLeftovers,
   serverStatus,
   snapshot,
+  spawnAerie,
   storedArchive,
   tempDir,
   writeIncompressibleFiles,
@@ -38,7 +38,6 @@ import {
   type TestApp,
 } from '../support/harness.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MiB = 1024 * 1024;
 const LIVE: TreeSpec = {
   'server.properties': 'motd=live\n',
@@ -152,28 +151,14 @@ describe('a worker killed in the middle of extracting', () => {
       const { server, jobId, batch, paths } = await queuedRestore(archive, true);
       const before = await snapshot(server.volume, { mtimes: true });
 
-      let output = '';
-      const child = spawn(process.execPath, ['bin/aerie.js', 'worker', '--node', 'doomed'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          AERIE_DATA_DIR: app.dataDir,
-          DATABASE_URL: `sqlite:${app.config.database.sqlitePath}`,
-          AERIE_WORKER_POLL_MS: '50',
-          AERIE_JOB_LEASE_SECONDS: '1',
-          LOG_LEVEL: 'info',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const doomed = spawnAerie(app, ['worker', '--node', 'doomed'], { AERIE_JOB_LEASE_SECONDS: '1' });
+      const { child, exited } = doomed;
       children.push(child);
-      child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
       await until(
         async () => existsSync(paths.staging) && (await readdir(paths.staging).catch(() => [])).length > 0,
         30_000,
-        `the staging directory (worker output: ${output})`,
+        `the staging directory (worker output: ${doomed.output()})`,
       );
       child.kill('SIGKILL');
       await exited;

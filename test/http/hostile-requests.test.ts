@@ -22,17 +22,27 @@ interface RawResponse {
   body: string;
 }
 
-/** Writes `request` to a fresh connection and reads the response until the server closes it. */
-function exchange(port: number, request: string | Buffer): Promise<RawResponse> {
+/**
+ * Writes `request` to a fresh connection and reads the response until the server closes it.
+ * With `stall`, the connection is left open after the request, as a client that stalls leaves it.
+ */
+function exchange(
+  port: number,
+  request: string | Buffer,
+  options: { stall?: boolean } = {},
+): Promise<RawResponse & { ms: number }> {
   return new Promise((resolve, reject) => {
+    const started = Date.now();
     const chunks: Buffer[] = [];
-    const socket = net.connect(port, '127.0.0.1', () => socket.end(request));
-    socket.setTimeout(10_000, () => socket.destroy(new Error('the server did not close the connection')));
+    const socket = net.connect(port, '127.0.0.1', () =>
+      options.stall ? socket.write(request) : socket.end(request),
+    );
+    socket.setTimeout(15_000, () => socket.destroy(new Error('the server did not close the connection')));
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
     socket.on('close', () => {
       try {
-        resolve(parseResponse(Buffer.concat(chunks).toString('utf8')));
+        resolve({ ...parseResponse(Buffer.concat(chunks).toString('utf8')), ms: Date.now() - started });
       } catch (error) {
         reject(error instanceof Error ? error : new Error(String(error)));
       }
@@ -364,25 +374,6 @@ describe('integer query parameters take plain decimal digits only', () => {
 });
 
 describe('connections that cannot be served', () => {
-  /** Writes `request` and leaves the connection open, as a stalled client does; reads until close. */
-  function stall(port: number, request: string): Promise<RawResponse & { ms: number }> {
-    return new Promise((resolve, reject) => {
-      const started = Date.now();
-      const chunks: Buffer[] = [];
-      const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
-      socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('error', reject);
-      socket.on('close', () => {
-        try {
-          resolve({ ...parseResponse(Buffer.concat(chunks).toString('utf8')), ms: Date.now() - started });
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      });
-    });
-  }
-
   it.each([
     [
       'a body that never finishes arriving',
@@ -397,7 +388,7 @@ describe('connections that cannot be served', () => {
   ])('%s gets a 408 in the envelope after AERIE_REQUEST_TIMEOUT_SECONDS', async (_name, request) => {
     const impatient = await startTestApp({ env: { AERIE_REQUEST_TIMEOUT_SECONDS: '1' } });
     try {
-      const res = await stall(await listen(impatient), request);
+      const res = await exchange(await listen(impatient), request, { stall: true });
       expectEnvelope(res, 408, 'RequestTimeoutHttpException');
       expect(res.ms).toBeLessThan(10_000);
     } finally {

@@ -10,10 +10,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, open, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createNetServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { create as tarCreate, list as tarList } from 'tar';
@@ -329,4 +331,33 @@ export async function untilListening(port: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`nothing listening on port ${port}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+export interface AerieProcess {
+  child: ChildProcess;
+  /** Everything it has printed so far, stdout and stderr together. */
+  output(): string;
+  /** Its exit code (null when a signal ended it). */
+  exited: Promise<number | null>;
+}
+
+/** Runs `aerie <args>` as its own process, on the test app's database and data directory. */
+export function spawnAerie(app: TestApp, args: string[], env: Record<string, string> = {}): AerieProcess {
+  const child = spawn(process.execPath, ['bin/aerie.js', ...args], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    env: {
+      ...process.env,
+      AERIE_DATA_DIR: app.dataDir,
+      DATABASE_URL: `sqlite:${app.config.database.sqlitePath}`,
+      AERIE_WORKER_POLL_MS: '50',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
 }
