@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -14,6 +14,33 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
+    },
+  },
+  // The layers: features never reach up into the HTTP layer (services return domain values, and
+  // http/ makes the wire shape); shared/, jobs/ and storage/ never reach up into a feature.
+  {
+    files: ['src/{activity,api-keys,auth,backups,servers,users}/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/http/**'], message: 'Features do not import the HTTP layer.' }] },
+      ],
+    },
+  },
+  {
+    files: ['src/{shared,jobs,storage}/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/{http,activity,api-keys,auth,backups,servers,users}/**'],
+              message: 'shared/, jobs/ and storage/ sit below the features and the HTTP layer.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

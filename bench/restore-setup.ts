@@ -25,17 +25,16 @@ await migrateToLatest(db);
 const services = createServices({ config, db, clock: systemClock, counters: new MemoryCounterStore() });
 const { user } = await services.users.create({ username: 'bench', email: 'bench@example.com', admin: true });
 const { server, volume } = await services.servers.create({ owner: 'bench', name: 'bench' });
-const backup = await services.backups.importArchive(server.id, 'bench', archive);
-await services.backups.requestRestore(
-  {
-    batch: randomUUID(),
-    ip: '127.0.0.1',
-    userAgent: 'bench',
-    actor: { user, apiKeyId: null, sessionId: null },
-  },
-  { server: server.id, backup: backup.uuid },
+const backup = await services.backupManagement.importArchive(server.id, 'bench', archive);
+const actor = { user, apiKeyId: null, sessionId: null };
+const access = await services.access.resolve(actor, server.id);
+const stored = await services.backupManagement.find(server.id, backup.uuid);
+if (stored === undefined) throw new Error('the imported backup is missing');
+await services.backupRestore.requestRestore(
+  { batch: randomUUID(), ip: '127.0.0.1', userAgent: 'bench', actor },
+  access,
+  stored,
   { truncate: truncate !== 'false' },
-  null,
 );
 await db.destroy();
 process.stdout.write(`${volume}\n`);

@@ -12,11 +12,11 @@ import type { CounterStore } from './shared/counter-store.ts';
 import type { Clock } from './shared/time.ts';
 import pino, { type Logger } from 'pino';
 import { BackupRepository } from './backups/backup.repository.ts';
-import { BackupService } from './backups/backup.service.ts';
+import { BackupManagementService } from './backups/backup-management.service.ts';
+import { BackupRestoreService } from './backups/backup-restore.service.ts';
 import { BackupArchiveJob } from './backups/backup-archive.job.ts';
 import { RestoreThrottle } from './backups/restore-throttle.ts';
 import { DownloadSigner } from './backups/download-signer.ts';
-import { ServerBackupsService } from './backups/server-backups.service.ts';
 import { loadAppKey } from './shared/app-key.ts';
 import { RestoreJob } from './backups/restore.job.ts';
 import { JobRepository } from './jobs/job.repository.ts';
@@ -77,43 +77,39 @@ export function createServices({
     new SubuserRepository(kysely),
     serverRepository,
     userRepository,
-    access,
     activity,
     transaction,
     clock,
   );
   const servers = new ServerService(serverRepository, userRepository, clock, config.volumesDir, subusers);
-  const serverQueries = new ServerQueryService(serverRepository, access, activity);
+  const serverQueries = new ServerQueryService({ servers: serverRepository });
   const jobs = new JobRepository(kysely, db.kind, transaction);
   const storage = new LocalBackupStorage(config.backupsDir);
   const backupRepository = new BackupRepository(kysely);
-  const backups = new BackupService(
-    backupRepository,
-    serverRepository,
-    access,
+  const backupRestore = new BackupRestoreService({
+    servers: serverRepository,
     jobs,
     activity,
-    storage,
     transaction,
     clock,
-    (server) => servers.volumeOf(server),
-    new RestoreThrottle(
+    throttle: new RestoreThrottle(
       counters,
       config.apiRateLimitPerMinute === 0 ? null : config.restoreLimitPer15Minutes,
     ),
-  );
-  const serverBackups = new ServerBackupsService(
-    backupRepository,
-    serverRepository,
+  });
+  const backupManagement = new BackupManagementService({
+    backups: backupRepository,
+    servers: serverRepository,
     access,
     jobs,
     activity,
     storage,
-    new DownloadSigner(loadAppKey(config.appKey, config.dataDir)),
+    signer: new DownloadSigner(loadAppKey(config.appKey, config.dataDir)),
     transaction,
     clock,
     logger,
-  );
+    volumeOf: (server) => servers.volumeOf(server),
+  });
   const jobHandlers: JobHandlers = {
     'backup.create': new BackupArchiveJob(
       backupRepository,
@@ -151,8 +147,9 @@ export function createServices({
     servers,
     subusers,
     serverQueries,
-    backups,
-    serverBackups,
+    access,
+    backupManagement,
+    backupRestore,
     jobs,
     jobHandlers,
     createWorker,

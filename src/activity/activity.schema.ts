@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../shared/page.ts';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 

@@ -1,11 +1,11 @@
 import type { Executor } from '../db/executor.ts';
-import type { Actor, RequestContext } from '../shared/context.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor } from '../users/actor.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
-import { offsetOf, paginate, type PageUrl } from '../http/pagination.ts';
+import { loadPage, type Page } from '../shared/page.ts';
 import type { ActivityEvent } from './activity.events.ts';
-import type { ActivityRepository, FeedFilter, Subject } from './activity.repository.ts';
-import type { ActivityList, ActivityQuery } from './activity.schema.ts';
-import { toActivityLogResource } from './activity.transform.ts';
+import type { ActivityRepository, FeedFilter, FeedRow, Subject } from './activity.repository.ts';
+import type { ActivityQuery } from './activity.schema.ts';
 
 export interface ActivityEntry {
   event: ActivityEvent;
@@ -42,13 +42,8 @@ export class ActivityService {
     );
   }
 
-  /** The feed of every entry about `subject`, as `viewer` may see it. */
-  async list(
-    viewer: Actor,
-    subject: Subject,
-    query: ActivityQuery,
-    pageUrl?: PageUrl,
-  ): Promise<ActivityList> {
+  /** The feed of every entry about `subject`, as `viewer` may see it (and filter it). */
+  async list(viewer: Actor, subject: Subject, query: ActivityQuery): Promise<Page<FeedRow>> {
     const actorFilter = query['filter[actor_id]'];
     const filter: FeedFilter = {
       subject,
@@ -58,20 +53,10 @@ export class ActivityService {
         actorFilter === undefined ? undefined : actorFilter === 'system' ? null : actorFilter.toLowerCase(),
       viewer: { userId: viewer.user.id, admin: viewer.user.rootAdmin },
     };
-    const total = await this.activity.count(filter);
-    const offset = offsetOf(query.page, query.per_page);
-    const rows =
-      offset >= total
-        ? []
-        : await this.activity.page(filter, {
-            descending: query.sort === '-timestamp',
-            limit: query.per_page,
-            offset,
-          });
-    return {
-      object: 'list',
-      data: rows.map((row) => toActivityLogResource(row, filter.viewer)),
-      meta: { pagination: paginate(total, rows.length, query.per_page, query.page, pageUrl) },
-    };
+    return loadPage(
+      query,
+      () => this.activity.count(filter),
+      (window) => this.activity.page(filter, { descending: query.sort === '-timestamp', ...window }),
+    );
   }
 }

@@ -1,3 +1,4 @@
+import type { Actor } from '../users/actor.ts';
 import { toWireTime } from '../shared/time.ts';
 import { describeEvent, hasAdditionalMetadata } from './activity.events.ts';
 import type { FeedRow } from './activity.repository.ts';
@@ -6,6 +7,10 @@ import type { ActivityLogResource } from './activity.schema.ts';
 export interface Viewer {
   userId: string;
   admin: boolean;
+}
+
+export function viewerOf(actor: Actor): Viewer {
+  return { userId: actor.user.id, admin: actor.user.rootAdmin };
 }
 
 /** An entry's IP (and `properties.ip`) is the actor's own business, and administrators'. */

@@ -1,7 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Executor, Transactor } from '../db/executor.ts';
-import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { DisplayError, ForbiddenError, NotAuthenticatedError, NotFoundError } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { ipAllowed, normalizeIp } from '../shared/ip.ts';

@@ -1,5 +1,5 @@
 import type { Executor } from '../db/executor.ts';
-import type { SessionRow } from '../users/user.table.ts';
+import type { SessionRow } from './session.table.ts';
 
 export class SessionRepository {
   constructor(private readonly db: Executor) {}

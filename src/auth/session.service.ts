@@ -1,6 +1,7 @@
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Transactor } from '../db/executor.ts';
-import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { DisplayError, NotAuthenticatedError } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { randomAlphanumeric } from '../shared/random.ts';

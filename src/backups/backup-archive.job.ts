@@ -37,7 +37,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     const scratch = await this.storage.scratchFile(serverId, backupId);
     try {
       const summary = await archiveVolume(this.volumeOf({ id: serverId }), scratch, {
-        ignored: JSON.parse(backup.ignored_files) as string[],
+        ignored: backup.ignoredFiles,
         signal: job.signal,
       });
       await this.storage.put(serverId, backupId, scratch);

@@ -1,5 +1,5 @@
 import type { Executor } from '../db/executor.ts';
-import type { BackupRow } from '../servers/server.table.ts';
+import { toBackup, toBackupRow, type Backup } from './backup.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -11,7 +11,7 @@ export class BackupRepository {
     serverId: string,
     backupId: string,
     db: Executor = this.db,
-  ): Promise<BackupRow | undefined> {
+  ): Promise<Backup | undefined> {
     if (!UUID.test(backupId)) return undefined;
     const row = await db
       .selectFrom('backups')
@@ -19,25 +19,25 @@ export class BackupRepository {
       .where('id', '=', backupId.toLowerCase())
       .where('server_id', '=', serverId)
       .executeTakeFirst();
-    return row && { ...row, bytes: Number(row.bytes) };
+    return row && toBackup(row);
   }
 
-  async insert(row: BackupRow, db: Executor = this.db): Promise<void> {
-    await db.insertInto('backups').values(row).execute();
+  async insert(backup: Backup, db: Executor = this.db): Promise<void> {
+    await db.insertInto('backups').values(toBackupRow(backup)).execute();
   }
 
   /** A page of a server's backups, newest first (ties by id, so pages are stable). */
-  async page(serverId: string, limit: number, offset: number): Promise<BackupRow[]> {
+  async page(serverId: string, window: { limit: number; offset: number }): Promise<Backup[]> {
     const rows = await this.db
       .selectFrom('backups')
       .selectAll()
       .where('server_id', '=', serverId)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
-      .limit(limit)
-      .offset(offset)
+      .limit(window.limit)
+      .offset(window.offset)
       .execute();
-    return rows.map((row) => ({ ...row, bytes: Number(row.bytes) }));
+    return rows.map(toBackup);
   }
 
   async countForServer(serverId: string, db: Executor = this.db): Promise<number> {

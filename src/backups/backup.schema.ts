@@ -1,10 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../shared/page.ts';
+import { ServerParamsSchema } from '../servers/server.schema.ts';
 import { IGNORED_LIMITS } from './ignore-patterns.ts';
-
-export const ServerParamsSchema = Type.Object({
-  server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
-});
 
 export const BackupParamsSchema = Type.Object({
   ...ServerParamsSchema.properties,

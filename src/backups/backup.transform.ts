@@ -1,21 +1,21 @@
-import type { BackupRow } from '../servers/server.table.ts';
 import { toWireTime } from '../shared/time.ts';
+import type { Backup } from './backup.ts';
 import type { BackupResource } from './backup.schema.ts';
 
-export function toBackupResource(row: BackupRow): BackupResource {
+export function toBackupResource(backup: Backup): BackupResource {
   return {
     object: 'backup',
     attributes: {
-      uuid: row.id,
-      name: row.name,
-      ignored_files: JSON.parse(row.ignored_files) as string[],
-      sha256_hash: row.sha256,
-      checksum: row.sha256 === null ? null : `sha256:${row.sha256}`,
-      bytes: Number(row.bytes),
-      created_at: toWireTime(row.created_at),
-      completed_at: toWireTime(row.completed_at),
-      is_successful: Number(row.is_successful) === 1,
-      is_locked: Number(row.is_locked) === 1,
+      uuid: backup.id,
+      name: backup.name,
+      ignored_files: [...backup.ignoredFiles],
+      sha256_hash: backup.sha256,
+      checksum: backup.sha256 === null ? null : `sha256:${backup.sha256}`,
+      bytes: backup.bytes,
+      created_at: toWireTime(backup.createdAt),
+      completed_at: toWireTime(backup.completedAt),
+      is_successful: backup.isSuccessful,
+      is_locked: backup.isLocked,
     },
   };
 }

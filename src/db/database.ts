@@ -1,8 +1,10 @@
 import type { ActivityLogSubjectTable, ActivityLogTable } from '../activity/activity.table.ts';
 import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
-import type { BackupTable, ServerTable, SubuserTable } from '../servers/server.table.ts';
-import type { SessionTable, UserNumberTable, UserTable } from '../users/user.table.ts';
+import type { SessionTable } from '../auth/session.table.ts';
+import type { BackupTable } from '../backups/backup.table.ts';
+import type { ServerTable, SubuserTable } from '../servers/server.table.ts';
+import type { UserNumberTable, UserTable } from '../users/user.table.ts';
 
 export interface Database {
   users: UserTable;

@@ -31,6 +31,11 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation) {
       const part = (error as { validationContext?: string }).validationContext ?? 'body';
+      // A path segment that fails its schema (too long to be any id) names nothing: 404, like
+      // any unknown server, backup, subuser or key ("malformed" is never told from "not yours").
+      if (part === 'params') {
+        return reply.code(404).send(errorEnvelope(404, 'NotFoundHttpException', FRAMEWORK_ERRORS[404]![1]));
+      }
       return reply.code(422).send(validationEnvelope(toFieldErrors(error.validation as never, part)));
     }
     if (error instanceof AppError) {

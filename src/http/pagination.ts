@@ -1,22 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
-
-export const PaginationSchema = Type.Object({
-  total: Type.Integer(),
-  count: Type.Integer(),
-  per_page: Type.Integer(),
-  current_page: Type.Integer(),
-  total_pages: Type.Integer(),
-  links: Type.Object({ previous: Type.Optional(Type.String()), next: Type.Optional(Type.String()) }),
-});
-export type Pagination = Static<typeof PaginationSchema>;
-
-/** The `per_page` and `page` query parameters of a listing, with its own default and maximum. */
-export function pageQuery(perPage: { default: number; maximum: number }) {
-  return {
-    per_page: Type.Integer({ minimum: 1, maximum: perPage.maximum, default: perPage.default }),
-    page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
-  };
-}
+import type { FastifyRequest } from 'fastify';
+import type { Page, Pagination } from '../shared/page.ts';
+import { pageUrlOf } from './request-context.ts';
 
 /** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
 export type PageUrl = (page: number) => string;
@@ -25,22 +9,36 @@ export type PageUrl = (page: number) => string;
  * `total_pages` is at least 1, as the reference panel counts it; a page past the end has no
  * items but the true totals, and links back to the last page.
  */
-export function paginate(
-  total: number,
-  count: number,
-  perPage: number,
-  page: number,
-  pageUrl?: PageUrl,
-): Pagination {
-  const totalPages = Math.max(1, Math.ceil(total / perPage));
+export function paginate(page: Page<unknown>, pageUrl?: PageUrl): Pagination {
+  const totalPages = Math.max(1, Math.ceil(page.total / page.perPage));
   const links: Pagination['links'] = {};
   if (pageUrl !== undefined) {
-    if (page > 1) links.previous = pageUrl(Math.min(page - 1, totalPages));
-    if (page < totalPages) links.next = pageUrl(page + 1);
+    if (page.page > 1) links.previous = pageUrl(Math.min(page.page - 1, totalPages));
+    if (page.page < totalPages) links.next = pageUrl(page.page + 1);
   }
-  return { total, count, per_page: perPage, current_page: page, total_pages: totalPages, links };
+  return {
+    total: page.total,
+    count: page.items.length,
+    per_page: page.perPage,
+    current_page: page.page,
+    total_pages: totalPages,
+    links,
+  };
 }
 
-export function offsetOf(page: number, perPage: number): number {
-  return (page - 1) * perPage;
+/**
+ * The wire shape of every listing: `{object: "list", data, meta: {pagination, …extra}}`, each
+ * item made by its resource's transform, links to the neighbouring pages of this request.
+ */
+export function listEnvelope<T, R, M extends object = object>(
+  request: FastifyRequest,
+  page: Page<T>,
+  transform: (item: T) => R,
+  extraMeta?: M,
+) {
+  return {
+    object: 'list' as const,
+    data: page.items.map(transform),
+    meta: { pagination: paginate(page, pageUrlOf(request)), ...(extraMeta ?? ({} as M)) },
+  };
 }

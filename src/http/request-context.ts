@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { NotAuthenticatedError } from '../shared/errors.ts';
 import { normalizeIp } from '../shared/ip.ts';
 import { pageLinks } from './page-links.ts';

@@ -17,6 +17,3 @@ export type Permission = (typeof SUBUSER_PERMISSIONS)[number];
 export function isPermission(value: string): value is Permission {
   return (SUBUSER_PERMISSIONS as readonly string[]).includes(value);
 }
-
-/** Server states in which nothing else may happen to the server's files. */
-export const BUSY_STATUSES = ['installing', 'suspended', 'restoring_backup', 'transferring'] as const;

@@ -1,8 +1,8 @@
-import type { Actor } from '../shared/context.ts';
+import type { Actor } from '../users/actor.ts';
 import { ConflictError, ForbiddenError, NotFoundError } from '../shared/errors.ts';
 import type { Permission } from './permissions.ts';
 import type { ServerRepository } from './server.repository.ts';
-import type { ServerRow } from './server.table.ts';
+import type { ServerRow, ServerStatus } from './server.table.ts';
 
 export interface ServerAccess {
   server: ServerRow;
@@ -10,15 +10,16 @@ export interface ServerAccess {
   permissions: 'all' | readonly string[];
 }
 
-const CONFLICTS: Record<string, string> = {
+const CONFLICTS: Record<ServerStatus, string> = {
+  install_failed: 'This server failed to install; it must be reinstalled before it can be used.',
   installing: 'This server has not yet completed its installation process, please try again later.',
   suspended: 'This server is currently suspended and the functionality requested is unavailable.',
   restoring_backup: 'This server is currently restoring from a backup, please try again later.',
   transferring: 'This server is currently being transferred to a new machine, please try again later.',
 };
 
-export function conflictFor(status: string): ConflictError {
-  return new ConflictError(CONFLICTS[status] ?? 'This server is busy, please try again later.');
+export function conflictFor(status: ServerStatus): ConflictError {
+  return new ConflictError(CONFLICTS[status]);
 }
 
 /** Who may see and do what on a server. Someone who may not see it gets 404, never 403. */

@@ -1,18 +1,24 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/executor.ts';
-import type { ServerRow, SubuserRow } from './server.table.ts';
+import type { ServerRow, ServerStatus, SubuserRow } from './server.table.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Numbers read as numbers whatever the driver hands back (PostgreSQL gives bigints as text). */
+function toServer(row: ServerRow): ServerRow {
+  return { ...row, disk_mb: Number(row.disk_mb), backup_limit: Number(row.backup_limit) };
+}
 
 export class ServerRepository {
   constructor(private readonly db: Executor) {}
 
   /** By UUID or by the 8-character short identifier. */
-  findByReference(reference: string, db: Executor = this.db): Promise<ServerRow | undefined> {
+  async findByReference(reference: string, db: Executor = this.db): Promise<ServerRow | undefined> {
     const ref = reference.toLowerCase();
     const column = UUID.test(ref) ? 'id' : 'identifier';
-    if (column === 'identifier' && !/^[0-9a-f]{8}$/.test(ref)) return Promise.resolve(undefined);
-    return db.selectFrom('servers').selectAll().where(column, '=', ref).executeTakeFirst();
+    if (column === 'identifier' && !/^[0-9a-f]{8}$/.test(ref)) return undefined;
+    const row = await db.selectFrom('servers').selectAll().where(column, '=', ref).executeTakeFirst();
+    return row && toServer(row);
   }
 
   async insert(row: ServerRow, db: Executor = this.db): Promise<void> {
@@ -29,7 +35,7 @@ export class ServerRepository {
   }
 
   /** Moves an idle server into `status`; false when it was not idle (someone else got there first). */
-  async claimStatus(id: string, status: string, now: string, db: Executor = this.db): Promise<boolean> {
+  async claimStatus(id: string, status: ServerStatus, now: string, db: Executor = this.db): Promise<boolean> {
     const result = await db
       .updateTable('servers')
       .set({ status, updated_at: now })
@@ -40,7 +46,7 @@ export class ServerRepository {
   }
 
   /** Returns a server in `status` to idle. */
-  async releaseStatus(id: string, status: string, now: string, db: Executor = this.db): Promise<void> {
+  async releaseStatus(id: string, status: ServerStatus, now: string, db: Executor = this.db): Promise<void> {
     await db
       .updateTable('servers')
       .set({ status: null, updated_at: now })
@@ -53,12 +59,8 @@ export class ServerRepository {
    * The servers a user may see in a listing: those they own or are a subuser of, or — for
    * `scope: 'all'` — every server. Ordered by creation, then id, so pages are stable.
    */
-  async listVisible(
-    userId: string,
-    scope: 'mine' | 'owned' | 'all',
-    page: { limit: number; offset: number },
-  ): Promise<{ total: number; rows: ServerRow[] }> {
-    const base = this.db
+  private visible(userId: string, scope: 'owned' | 'mine' | 'all') {
+    return this.db
       .selectFrom('servers')
       .$call((q) =>
         scope === 'all'
@@ -72,19 +74,29 @@ export class ServerRepository {
                 ]),
               ),
       );
-    const counted = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    const total = Number(counted.n);
-    const rows =
-      page.offset >= total
-        ? []
-        : await base
-            .selectAll()
-            .orderBy('created_at')
-            .orderBy('id')
-            .limit(page.limit)
-            .offset(page.offset)
-            .execute();
-    return { total, rows: rows.map((row) => ({ ...row, disk_mb: Number(row.disk_mb) })) };
+  }
+
+  async countVisible(userId: string, scope: 'owned' | 'mine' | 'all'): Promise<number> {
+    const counted = await this.visible(userId, scope)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(counted.n);
+  }
+
+  /** A window of the servers `userId` may see (owned, owned or shared, or all), oldest first. */
+  async listVisible(
+    userId: string,
+    scope: 'owned' | 'mine' | 'all',
+    window: { limit: number; offset: number },
+  ): Promise<ServerRow[]> {
+    const rows = await this.visible(userId, scope)
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute();
+    return rows.map(toServer);
   }
 
   /** The permissions of each of these servers' subusers who is `userId`. */

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../http/pagination.ts';
+import { PaginationSchema, pageQuery } from '../shared/page.ts';
+import { SERVER_STATUSES } from './server.table.ts';
 
 export const ServerResourceSchema = Type.Object({
   object: Type.Literal('server'),
@@ -9,8 +10,8 @@ export const ServerResourceSchema = Type.Object({
     uuid: Type.String({ format: 'uuid' }),
     name: Type.String(),
     description: Type.String(),
-    status: Type.Union([Type.String(), Type.Null()], {
-      description: 'null when idle; installing, suspended, restoring_backup, transferring otherwise.',
+    status: Type.Union([...SERVER_STATUSES.map((status) => Type.Literal(status)), Type.Null()], {
+      description: 'null when idle; otherwise what the server is busy with.',
     }),
     is_suspended: Type.Boolean(),
     is_installing: Type.Boolean(),
@@ -53,6 +54,10 @@ export const ServerListSchema = Type.Object({
   meta: Type.Object({ pagination: PaginationSchema }),
 });
 export type ServerList = Static<typeof ServerListSchema>;
+
+export const ServerParamsSchema = Type.Object({
+  server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
+});
 
 export const AccountSchema = Type.Object({
   object: Type.Literal('user'),

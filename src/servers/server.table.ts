@@ -1,5 +1,15 @@
 import type { Generated, Selectable } from 'kysely';
 
+/** What a server may be busy with; `null` (idle) otherwise. Nothing touches its files meanwhile. */
+export const SERVER_STATUSES = [
+  'installing',
+  'install_failed',
+  'suspended',
+  'restoring_backup',
+  'transferring',
+] as const;
+export type ServerStatus = (typeof SERVER_STATUSES)[number];
+
 export interface ServerTable {
   id: string;
   /** The first 8 hex characters of the UUID. */
@@ -7,8 +17,8 @@ export interface ServerTable {
   owner_id: string;
   name: string;
   description: string;
-  /** null when the server is idle; otherwise installing, suspended, restoring_backup, transferring… */
-  status: string | null;
+  /** null when the server is idle. */
+  status: ServerStatus | null;
   /** Disk limit in MiB; 0 means unlimited. */
   disk_mb: number;
   backup_limit: number;
@@ -27,18 +37,3 @@ export interface SubuserTable {
   updated_at: string;
 }
 export type SubuserRow = Selectable<SubuserTable>;
-
-export interface BackupTable {
-  id: string;
-  server_id: string;
-  name: string;
-  ignored_files: string;
-  disk: string;
-  sha256: string | null;
-  bytes: number;
-  is_successful: number;
-  is_locked: number;
-  created_at: string;
-  completed_at: string | null;
-}
-export type BackupRow = Selectable<BackupTable>;

@@ -1,4 +1,5 @@
 import type { Executor } from '../db/executor.ts';
+import { toSubuser, type Subuser } from './subuser.ts';
 
 /** A subuser entry with the user it names. */
 export interface SubuserDetailRow {
@@ -33,25 +34,21 @@ export class SubuserRepository {
   }
 
   /** A server's subusers, in the order they were added. */
-  async listOfServer(serverId: string): Promise<SubuserDetailRow[]> {
+  async listOfServer(serverId: string): Promise<Subuser[]> {
     const rows = await this.details(this.db)
       .where('subusers.server_id', '=', serverId)
       .orderBy('subusers.created_at')
       .orderBy('subusers.id')
       .execute();
-    return rows.map((row) => ({ ...row, id: Number(row.id) }));
+    return rows.map(toSubuser);
   }
 
-  async find(
-    serverId: string,
-    userId: string,
-    db: Executor = this.db,
-  ): Promise<SubuserDetailRow | undefined> {
+  async find(serverId: string, userId: string, db: Executor = this.db): Promise<Subuser | undefined> {
     const row = await this.details(db)
       .where('subusers.server_id', '=', serverId)
       .where('subusers.user_id', '=', userId)
       .executeTakeFirst();
-    return row && { ...row, id: Number(row.id) };
+    return row && toSubuser(row);
   }
 
   async insert(

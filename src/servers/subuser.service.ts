@@ -1,74 +1,27 @@
-import { createHash } from 'node:crypto';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Subject } from '../activity/activity.repository.ts';
 import type { Transactor } from '../db/executor.ts';
-import type { Actor, AuthenticatedContext, RequestContext } from '../shared/context.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import {
   BadRequestError,
   DisplayError,
   ForbiddenError,
   NotFoundError,
   ValidationError,
-  type FieldError,
 } from '../shared/errors.ts';
-import { toStoredTime, toWireTime, type Clock } from '../shared/time.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import type { UserRow } from '../users/user.table.ts';
 import { isPermission } from './permissions.ts';
-import type { ServerAccess, ServerAccessService } from './server-access.ts';
+import type { ServerAccess } from './server-access.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow } from './server.table.ts';
-import type { SubuserDetailRow, SubuserRepository } from './subuser.repository.ts';
-import type {
-  CreateSubuserBody,
-  SubuserList,
-  SubuserParams,
-  SubuserResource,
-  UpdateSubuserBody,
-} from './subuser.schema.ts';
-
-/** A user's place on a server they do not own, with what they may do there. */
-export interface Subuser {
-  id: number;
-  serverId: string;
-  user: { id: string; username: string; email: string; createdAt: string };
-  /** Sorted, without duplicates. */
-  permissions: string[];
-}
+import type { SubuserRepository } from './subuser.repository.ts';
+import type { CreateSubuserBody, UpdateSubuserBody } from './subuser.schema.ts';
+import { normalizePermissions, type Subuser } from './subuser.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Sorted, each once: the form permissions are stored, compared and recorded in. */
-function normalize(permissions: readonly string[]): string[] {
-  return [...new Set(permissions)].sort();
-}
-
-function toSubuser(row: SubuserDetailRow): Subuser {
-  const stored = JSON.parse(row.permissions) as unknown;
-  const permissions = Array.isArray(stored) ? stored.filter((p): p is string => typeof p === 'string') : [];
-  return {
-    id: row.id,
-    serverId: row.server_id,
-    user: { id: row.user_id, username: row.username, email: row.email, createdAt: row.user_created_at },
-    permissions: normalize(permissions),
-  };
-}
-
-export function toSubuserResource(subuser: Subuser): SubuserResource {
-  const { user } = subuser;
-  return {
-    object: 'server_subuser',
-    attributes: {
-      uuid: user.id,
-      username: user.username,
-      email: user.email,
-      image: `https://gravatar.com/avatar/${createHash('md5').update(user.email.trim().toLowerCase()).digest('hex')}`,
-      '2fa_enabled': false,
-      created_at: toWireTime(user.createdAt),
-      permissions: [...subuser.permissions],
-    },
-  };
-}
 
 /** Subuser entries are about the server and about the user: they reach both feeds. */
 function subjectsOf(serverId: string, userId: string): Subject[] {
@@ -91,36 +44,29 @@ export class SubuserService {
     private readonly subusers: SubuserRepository,
     private readonly servers: ServerRepository,
     private readonly users: UserRepository,
-    private readonly access: ServerAccessService,
     private readonly activity: ActivityService,
     private readonly transaction: Transactor,
     private readonly clock: Clock,
   ) {}
 
-  async list(actor: Actor, serverRef: string): Promise<SubuserList> {
-    const access = await this.access.resolve(actor, serverRef);
-    this.access.assertCan(access, 'user.read');
-    const rows = await this.subusers.listOfServer(access.server.id);
-    return { object: 'list', data: rows.map((row) => toSubuserResource(toSubuser(row))) };
+  /** A server's subusers, in the order they were added. */
+  list(access: ServerAccess): Promise<Subuser[]> {
+    return this.subusers.listOfServer(access.server.id);
   }
 
-  async get(actor: Actor, params: SubuserParams): Promise<SubuserResource> {
-    const access = await this.access.resolve(actor, params.server);
-    this.access.assertCan(access, 'user.read');
-    return toSubuserResource(await this.findOrFail(access.server.id, params.user));
+  /** The subuser of a server that a path names by user UUID, if there is one. */
+  find(serverId: string, userRef: string): Promise<Subuser | undefined> {
+    if (!UUID.test(userRef)) return Promise.resolve(undefined);
+    return this.subusers.find(serverId, userRef.toLowerCase());
   }
 
   /** Adds an existing user (by email) as a subuser. Aerie sends no invitations. */
   async create(
     context: AuthenticatedContext,
-    serverRef: string,
+    access: ServerAccess,
     body: CreateSubuserBody,
-    bodyErrors: FieldError[] | null,
-  ): Promise<SubuserResource> {
-    const access = await this.access.resolve(context.actor, serverRef);
-    this.access.assertCan(access, 'user.create');
-    if (bodyErrors !== null) throw new ValidationError(bodyErrors);
-    const permissions = normalize(body.permissions);
+  ): Promise<Subuser> {
+    const permissions = normalizePermissions(body.permissions);
     this.assertMayGrant(access, [], permissions);
     const email = body.email.trim().toLowerCase();
     const user = await this.users.findByLogin(email);
@@ -131,30 +77,21 @@ export class SubuserService {
       ]);
     }
     if (user.id === access.server.owner_id) throw new DisplayError(IS_OWNER);
-    return toSubuserResource(await this.add(context, context.actor, access.server, user, permissions));
+    return this.add(context, context.actor, access.server, user, permissions);
   }
 
   async update(
     context: AuthenticatedContext,
-    params: SubuserParams,
+    access: ServerAccess,
+    subuser: Subuser,
     body: UpdateSubuserBody,
-    bodyErrors: FieldError[] | null,
-  ): Promise<SubuserResource> {
-    const access = await this.access.resolve(context.actor, params.server);
-    this.access.assertCan(access, 'user.update');
-    const subuser = await this.findOrFail(access.server.id, params.user);
-    this.assertNotSelf(context.actor, subuser);
-    if (bodyErrors !== null) throw new ValidationError(bodyErrors);
-    const permissions = normalize(body.permissions);
+  ): Promise<Subuser> {
+    const permissions = normalizePermissions(body.permissions);
     this.assertMayGrant(access, subuser.permissions, permissions);
-    return toSubuserResource(await this.change(context, context.actor, subuser, permissions));
+    return this.change(context, context.actor, subuser, permissions);
   }
 
-  async delete(context: AuthenticatedContext, params: SubuserParams): Promise<void> {
-    const access = await this.access.resolve(context.actor, params.server);
-    this.access.assertCan(access, 'user.delete');
-    const subuser = await this.findOrFail(access.server.id, params.user);
-    this.assertNotSelf(context.actor, subuser);
+  async delete(context: AuthenticatedContext, subuser: Subuser): Promise<void> {
     await this.transaction(async (trx) => {
       if (!(await this.subusers.delete(subuser.id, trx))) throw new NotFoundError();
       await this.activity.record(
@@ -183,18 +120,12 @@ export class SubuserService {
       throw new BadRequestError('The owner of a server cannot be its subuser.');
     const unknown = permissions.filter((p) => !isPermission(p));
     if (unknown.length > 0) throw new BadRequestError(`Unknown permissions: ${unknown.join(', ')}.`);
-    const wanted = normalize(permissions);
+    const wanted = normalizePermissions(permissions);
     const existing = await this.subusers.find(server.id, user.id);
     const result = existing
-      ? await this.change(context, null, toSubuser(existing), wanted)
+      ? await this.change(context, null, existing, wanted)
       : await this.add(context, null, server, user, wanted);
     return { server: server.id, user: user.id, permissions: result.permissions };
-  }
-
-  private async findOrFail(serverId: string, userRef: string): Promise<Subuser> {
-    const row = UUID.test(userRef) ? await this.subusers.find(serverId, userRef.toLowerCase()) : undefined;
-    if (row === undefined) throw new NotFoundError();
-    return toSubuser(row);
   }
 
   /**
@@ -210,17 +141,6 @@ export class SubuserService {
       throw new ForbiddenError(
         'Cannot assign permissions to a subuser that your account does not actively possess.',
       );
-    }
-  }
-
-  /**
-   * Nobody changes or removes their own subuser entry: a 403, as the reference panel answers
-   * (its request authorization fails), rather than a 400, because it is a matter of permission,
-   * not of a malformed request. Reading one's own entry is allowed.
-   */
-  private assertNotSelf(actor: Actor, subuser: Subuser): void {
-    if (subuser.user.id === actor.user.id) {
-      throw new ForbiddenError('Editing your own subuser account is not permitted.');
     }
   }
 
@@ -255,7 +175,7 @@ export class SubuserService {
     }
     const added = await this.subusers.find(server.id, user.id);
     if (added === undefined) throw new NotFoundError();
-    return toSubuser(added);
+    return added;
   }
 
   /** Replaces the entry's permissions; nothing is written or recorded when they are the same. */

@@ -3,6 +3,7 @@
  * are promised (404 visibility, 404 backup, 409 state, 403 permission, 422 body, 400 backup), and
  * what a queued restore leaves behind: the server's state, one job, one audit entry.
  */
+import type { ServerStatus } from '../../src/servers/server.table.ts';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/users/user.ts';
 import { expectError } from '../support/activity-fixtures.ts';
+import { aerieArgv } from '../support/aerie-process.ts';
 import {
   activityOfServer,
   backupOf,
@@ -32,7 +34,7 @@ import {
 } from '../support/harness.ts';
 
 const NOT_RESTORABLE = 'This backup cannot be restored at this time: not completed or failed.';
-const BUSY: Record<string, string> = {
+const BUSY: Partial<Record<ServerStatus, string>> = {
   installing: 'This server has not yet completed its installation process, please try again later.',
   suspended: 'This server is currently suspended and the functionality requested is unavailable.',
   restoring_backup: 'This server is currently restoring from a backup, please try again later.',
@@ -82,7 +84,7 @@ const is404 = (res: LightMyRequestResponse) =>
   expectError(res, 404, 'NotFoundHttpException', 'The requested resource could not be found on the server.');
 const is403 = (res: LightMyRequestResponse) =>
   expectError(res, 403, 'AccessDeniedHttpException', 'This action is unauthorized.');
-const is409 = (res: LightMyRequestResponse, status: string) =>
+const is409 = (res: LightMyRequestResponse, status: ServerStatus) =>
   expectError(res, 409, 'ServerStateConflictException', BUSY[status] ?? '');
 
 /** A refused request queues nothing, records nothing and leaves the server as it was. */
@@ -205,7 +207,7 @@ describe('which backup', () => {
 });
 
 describe('a busy server', () => {
-  it.each(Object.keys(BUSY))(
+  it.each(Object.keys(BUSY) as ServerStatus[])(
     'answers 409 while %s, before permission, body and backup checks',
     async (status) => {
       const { server, backup } = await fixture();
@@ -350,7 +352,7 @@ describe('two API processes sharing the database', () => {
   it('let exactly one of two simultaneous requests win', { timeout: 90_000 }, async () => {
     const ports = await Promise.all([freePort(), freePort()]);
     const processes = ports.map((port) =>
-      spawn(process.execPath, ['bin/aerie.js', 'serve', '--role', 'api', '--port', String(port)], {
+      spawn(process.execPath, aerieArgv(['serve', '--role', 'api', '--port', String(port)]), {
         cwd: ROOT,
         env: {
           ...process.env,

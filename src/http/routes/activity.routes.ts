@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ActivityListSchema, ActivityQuerySchema } from '../../activity/activity.schema.ts';
+import { toActivityLogResource, viewerOf } from '../../activity/activity.transform.ts';
 import type { Services } from '../../services.ts';
-import { authenticatedContextOf, pageUrlOf } from '../request-context.ts';
+import { listEnvelope } from '../pagination.ts';
+import { authenticatedContextOf } from '../request-context.ts';
 
 export function activityRoutes(app: FastifyInstance, { activity }: Pick<Services, 'activity'>): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -18,9 +20,10 @@ export function activityRoutes(app: FastifyInstance, { activity }: Pick<Services
           response: { 200: ActivityListSchema },
         },
       },
-      (request) => {
+      async (request) => {
         const { actor } = authenticatedContextOf(request);
-        return activity.list(actor, { type: 'user', id: actor.user.id }, request.query, pageUrlOf(request));
+        const page = await activity.list(actor, { type: 'user', id: actor.user.id }, request.query);
+        return listEnvelope(request, page, (row) => toActivityLogResource(row, viewerOf(actor)));
       },
     );
   }

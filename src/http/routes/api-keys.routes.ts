@@ -7,7 +7,6 @@ import {
   CreatedApiKeySchema,
 } from '../../api-keys/api-key.schema.ts';
 import type { Services } from '../../services.ts';
-import { NotFoundError } from '../../shared/errors.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 
 export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, 'apiKeys'>): void {
@@ -43,11 +42,8 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
     '/api/client/account/api-keys/:identifier',
     {
       schema: { ...common, summary: 'Delete one of the caller’s API keys', params: ApiKeyParamsSchema },
-      attachValidation: true,
     },
     async (request, reply) => {
-      // An identifier too long to be any key's names none of the caller's keys: 404, not 422.
-      if (request.validationError !== undefined) throw new NotFoundError();
       await apiKeys.delete(authenticatedContextOf(request), request.params.identifier);
       return reply.code(204).send();
     },

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   BackupListQuerySchema,
@@ -7,34 +7,31 @@ import {
   BackupResourceSchema,
   CreateBackupBodySchema,
   DownloadQuerySchema,
-  ServerParamsSchema,
+  RestoreBodySchema,
   SignedUrlSchema,
 } from '../../backups/backup.schema.ts';
+import { toBackupResource } from '../../backups/backup.transform.ts';
+import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
-import { NotFoundError } from '../../shared/errors.ts';
-import { authenticatedContextOf, pageUrlOf } from '../request-context.ts';
+import { listEnvelope } from '../pagination.ts';
+import { authenticatedContextOf } from '../request-context.ts';
+import { accessOf, backupOf, backupOfRequest, can, idle, serverAccess } from '../server-access.ts';
 
 const tags = ['backups'];
 const security = [{ bearerAuth: [] }];
 
-/**
- * A path segment too long to be any identifier names nothing: 404, as for any unknown server or
- * backup (the schema's 422 would tell "malformed" from "not yours"). A bad query or body is 422.
- */
-function assertValid(request: FastifyRequest): void {
-  const error = request.validationError;
-  if (error === undefined) return;
-  if (error.validationContext === 'params') throw new NotFoundError();
-  throw error;
-}
-
-/** Backups under /api/client/servers/{server}/backups (the restore route has a file of its own). */
+/** Backups under /api/client/servers/{server}/backups, restores included. */
 export function serverBackupRoutes(
   app: FastifyInstance,
-  { serverBackups }: Pick<Services, 'serverBackups'>,
+  {
+    backupManagement,
+    backupRestore,
+    access,
+  }: Pick<Services, 'backupManagement' | 'backupRestore' | 'access'>,
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const base = '/api/client/servers/:server/backups';
+  const backup = backupOf((serverId, reference) => backupManagement.find(serverId, reference));
 
   typed.get(
     base,
@@ -47,16 +44,11 @@ export function serverBackupRoutes(
         querystring: BackupListQuerySchema,
         response: { 200: BackupListSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('backup.read')),
     },
-    (request) => {
-      assertValid(request);
-      return serverBackups.list(
-        authenticatedContextOf(request).actor,
-        request.params.server,
-        request.query,
-        pageUrlOf(request),
-      );
+    async (request) => {
+      const page = await backupManagement.list(accessOf(request), request.query);
+      return listEnvelope(request, page, toBackupResource, { backup_count: page.total });
     },
   );
 
@@ -71,12 +63,12 @@ export function serverBackupRoutes(
         body: CreateBackupBodySchema,
         response: { 200: BackupResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('backup.create'), idle(access)),
     },
-    (request) => {
-      assertValid(request);
-      return serverBackups.create(authenticatedContextOf(request), request.params.server, request.body);
-    },
+    async (request) =>
+      toBackupResource(
+        await backupManagement.create(authenticatedContextOf(request), accessOf(request), request.body),
+      ),
   );
 
   typed.get(
@@ -89,12 +81,9 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: BackupResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, backup, can('backup.read')),
     },
-    (request) => {
-      assertValid(request);
-      return serverBackups.get(authenticatedContextOf(request).actor, request.params);
-    },
+    (request) => toBackupResource(backupOfRequest(request)),
   );
 
   typed.get(
@@ -107,15 +96,15 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: SignedUrlSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, backup, can('backup.download')),
     },
-    (request) => {
-      assertValid(request);
-      return serverBackups.downloadLink(
+    async (request) => {
+      const url = await backupManagement.downloadLink(
         authenticatedContextOf(request),
-        request.params,
+        backupOfRequest(request),
         `${request.protocol}://${request.host}`,
       );
+      return { object: 'signed_url' as const, attributes: { url } };
     },
   );
 
@@ -129,12 +118,12 @@ export function serverBackupRoutes(
         params: BackupParamsSchema,
         response: { 200: BackupResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, backup, can('backup.delete')),
     },
-    (request) => {
-      assertValid(request);
-      return serverBackups.toggleLock(authenticatedContextOf(request), request.params);
-    },
+    async (request) =>
+      toBackupResource(
+        await backupManagement.toggleLock(authenticatedContextOf(request), backupOfRequest(request)),
+      ),
   );
 
   typed.delete(
@@ -146,11 +135,41 @@ export function serverBackupRoutes(
         summary: 'Delete a backup and its archive (backup.delete)',
         params: BackupParamsSchema,
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, backup, can('backup.delete')),
     },
     async (request, reply) => {
-      assertValid(request);
-      await serverBackups.delete(authenticatedContextOf(request), request.params);
+      await backupManagement.delete(
+        authenticatedContextOf(request),
+        accessOf(request),
+        backupOfRequest(request),
+      );
+      return reply.code(204).send();
+    },
+  );
+
+  typed.post(
+    `${base}/:backup/restore`,
+    {
+      schema: {
+        tags,
+        security,
+        summary:
+          'Restore a backup onto its server (runs in the background; the server reads restoring_backup)',
+        params: BackupParamsSchema,
+        body: RestoreBodySchema,
+        response: { 204: { type: 'null', description: 'The restore is queued.' } },
+      },
+      // The reference panel's order: the server, the backup, the server's state, the permission;
+      // then the body (422); then whether the backup can be restored (400).
+      preValidation: serverAccess(access, backup, idle(access), can('backup.restore')),
+    },
+    async (request, reply) => {
+      await backupRestore.requestRestore(
+        authenticatedContextOf(request),
+        accessOf(request),
+        backupOfRequest(request),
+        request.body,
+      );
       return reply.code(204).send();
     },
   );
@@ -159,7 +178,7 @@ export function serverBackupRoutes(
 /** Where a signed download link leads: no bearer token, the signature is the credential. */
 export function backupDownloadRoute(
   app: FastifyInstance,
-  { serverBackups }: Pick<Services, 'serverBackups'>,
+  { backupManagement }: Pick<Services, 'backupManagement'>,
 ): void {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/download/backup',
@@ -171,7 +190,7 @@ export function backupDownloadRoute(
       },
     },
     async (request, reply) => {
-      const { stream, filename, bytes } = await serverBackups.openDownload(request.query.token);
+      const { stream, filename, bytes } = await backupManagement.openDownload(request.query.token);
       return reply
         .header('content-type', 'application/gzip')
         .header('content-length', bytes)

@@ -1,27 +1,24 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ActivityListSchema, ActivityQuerySchema } from '../../activity/activity.schema.ts';
-import { ServerParamsSchema } from '../../backups/backup.schema.ts';
+import { toActivityLogResource, viewerOf } from '../../activity/activity.transform.ts';
 import {
   AccountSchema,
   ServerListQuerySchema,
   ServerListSchema,
+  ServerParamsSchema,
   ServerResourceSchema,
 } from '../../servers/server.schema.ts';
-import { toAccount } from '../../servers/server-query.service.ts';
+import { toAccount, toServerResource } from '../../servers/server.transform.ts';
 import type { Services } from '../../services.ts';
-import { NotFoundError } from '../../shared/errors.ts';
-import { authenticatedContextOf, pageUrlOf } from '../request-context.ts';
+import { listEnvelope } from '../pagination.ts';
+import { authenticatedContextOf } from '../request-context.ts';
+import { accessOf, can, serverAccess } from '../server-access.ts';
 
-/** A path segment too long to be any server names nothing: 404. A bad query stays a 422. */
-function assertValid(request: FastifyRequest): void {
-  const error = request.validationError;
-  if (error === undefined) return;
-  if (error.validationContext === 'params') throw new NotFoundError();
-  throw error;
-}
-
-export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Services, 'serverQueries'>): void {
+export function serverRoutes(
+  app: FastifyInstance,
+  { serverQueries, activity, access }: Pick<Services, 'serverQueries' | 'activity' | 'access'>,
+): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const security = [{ bearerAuth: [] }];
 
@@ -36,7 +33,11 @@ export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Servi
         response: { 200: ServerListSchema },
       },
     },
-    (request) => serverQueries.list(authenticatedContextOf(request).actor, request.query, pageUrlOf(request)),
+    async (request) => {
+      const { user } = authenticatedContextOf(request).actor;
+      const page = await serverQueries.list(authenticatedContextOf(request).actor, request.query);
+      return listEnvelope(request, page, (entry) => toServerResource(entry.server, user, entry.permissions));
+    },
   );
 
   typed.get(
@@ -49,11 +50,11 @@ export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Servi
         params: ServerParamsSchema,
         response: { 200: ServerResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access),
     },
     (request) => {
-      assertValid(request);
-      return serverQueries.get(authenticatedContextOf(request).actor, request.params.server);
+      const { server, permissions } = accessOf(request);
+      return toServerResource(server, authenticatedContextOf(request).actor.user, permissions);
     },
   );
 
@@ -68,16 +69,13 @@ export function serverRoutes(app: FastifyInstance, { serverQueries }: Pick<Servi
         querystring: ActivityQuerySchema,
         response: { 200: ActivityListSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('activity.read')),
     },
-    (request) => {
-      assertValid(request);
-      return serverQueries.activityFeed(
-        authenticatedContextOf(request).actor,
-        request.params.server,
-        request.query,
-        pageUrlOf(request),
-      );
+    async (request) => {
+      const { actor } = authenticatedContextOf(request);
+      const subject = { type: 'server' as const, id: accessOf(request).server.id };
+      const page = await activity.list(actor, subject, request.query);
+      return listEnvelope(request, page, (row) => toActivityLogResource(row, viewerOf(actor)));
     },
   );
 

@@ -1,6 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ServerParamsSchema } from '../../backups/backup.schema.ts';
+import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import {
   CreateSubuserBodySchema,
   SubuserListSchema,
@@ -8,28 +8,22 @@ import {
   SubuserResourceSchema,
   UpdateSubuserBodySchema,
 } from '../../servers/subuser.schema.ts';
+import { toSubuserResource } from '../../servers/subuser.transform.ts';
 import type { Services } from '../../services.ts';
-import { NotFoundError, type FieldError } from '../../shared/errors.ts';
 import { authenticatedContextOf } from '../request-context.ts';
-import { toFieldErrors } from '../validation.ts';
-
-/** A path segment too long to be any identifier names nothing: 404, not 422. */
-function assertPathNamesSomething(request: FastifyRequest): void {
-  if (request.validationError?.validationContext === 'params') throw new NotFoundError();
-}
+import { accessOf, can, notOwnEntry, serverAccess, subuserOf, subuserOfRequest } from '../server-access.ts';
 
 /**
- * The body's validation failures, handed to the service so that it reports them after visibility
- * (404) and permission (403), in the order the rest of the API promises.
+ * Who else may use a server. Each route checks, in order: the server (404), the caller's
+ * `user.*` permission (403), the subuser the path names (404), that it is not the caller's own
+ * entry (403); then the body (422), then what the body asks for (403, 422, 400).
  */
-function bodyErrorsOf(request: FastifyRequest): FieldError[] | null {
-  assertPathNamesSomething(request);
-  const error = request.validationError;
-  return error?.validation ? toFieldErrors(error.validation as never) : null;
-}
-
-export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services, 'subusers'>): void {
+export function subuserRoutes(
+  app: FastifyInstance,
+  { subusers, access }: Pick<Services, 'subusers' | 'access'>,
+): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  const subuser = subuserOf((serverId, reference) => subusers.find(serverId, reference));
   const security = [{ bearerAuth: [] }];
   const tags = ['subusers'];
 
@@ -43,12 +37,12 @@ export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services,
         params: ServerParamsSchema,
         response: { 200: SubuserListSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('user.read')),
     },
-    (request) => {
-      assertPathNamesSomething(request);
-      return subusers.list(authenticatedContextOf(request).actor, request.params.server);
-    },
+    async (request) => ({
+      object: 'list' as const,
+      data: (await subusers.list(accessOf(request))).map(toSubuserResource),
+    }),
   );
 
   typed.post(
@@ -62,14 +56,11 @@ export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services,
         body: CreateSubuserBodySchema,
         response: { 200: SubuserResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('user.create')),
     },
-    (request) =>
-      subusers.create(
-        authenticatedContextOf(request),
-        request.params.server,
-        request.body,
-        bodyErrorsOf(request),
+    async (request) =>
+      toSubuserResource(
+        await subusers.create(authenticatedContextOf(request), accessOf(request), request.body),
       ),
   );
 
@@ -83,12 +74,9 @@ export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services,
         params: SubuserParamsSchema,
         response: { 200: SubuserResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('user.read'), subuser),
     },
-    (request) => {
-      assertPathNamesSomething(request);
-      return subusers.get(authenticatedContextOf(request).actor, request.params);
-    },
+    (request) => toSubuserResource(subuserOfRequest(request)),
   );
 
   typed.post(
@@ -102,10 +90,17 @@ export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services,
         body: UpdateSubuserBodySchema,
         response: { 200: SubuserResourceSchema },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('user.update'), subuser, notOwnEntry),
     },
-    (request) =>
-      subusers.update(authenticatedContextOf(request), request.params, request.body, bodyErrorsOf(request)),
+    async (request) =>
+      toSubuserResource(
+        await subusers.update(
+          authenticatedContextOf(request),
+          accessOf(request),
+          subuserOfRequest(request),
+          request.body,
+        ),
+      ),
   );
 
   typed.delete(
@@ -118,11 +113,10 @@ export function subuserRoutes(app: FastifyInstance, { subusers }: Pick<Services,
         params: SubuserParamsSchema,
         response: { 204: { type: 'null', description: 'The subuser is removed.' } },
       },
-      attachValidation: true,
+      preValidation: serverAccess(access, can('user.delete'), subuser, notOwnEntry),
     },
     async (request, reply) => {
-      assertPathNamesSomething(request);
-      await subusers.delete(authenticatedContextOf(request), request.params);
+      await subusers.delete(authenticatedContextOf(request), subuserOfRequest(request));
       return reply.code(204).send();
     },
   );

@@ -1,0 +1,81 @@
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobRepository } from '../jobs/job.repository.ts';
+import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
+import type { ServerRepository } from '../servers/server.repository.ts';
+import type { AuthenticatedContext } from '../users/actor.ts';
+import { BadRequestError } from '../shared/errors.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { Backup } from './backup.ts';
+import type { RestoreBody } from './backup.schema.ts';
+import type { RestoreThrottle } from './restore-throttle.ts';
+
+export interface BackupRestoreDeps {
+  servers: ServerRepository;
+  jobs: JobRepository;
+  activity: ActivityService;
+  transaction: Transactor;
+  clock: Clock;
+  throttle: RestoreThrottle;
+}
+
+/** Puts a server's files back as one of its backups holds them (the work itself is a job). */
+export class BackupRestoreService {
+  constructor(private readonly deps: BackupRestoreDeps) {}
+
+  /**
+   * Queues a restore of a backup the caller may restore (the route has checked visibility, the
+   * server's state and the permission, then the body). The state change, the job and the audit
+   * entry are one transaction, so of two simultaneous requests exactly one wins.
+   */
+  async requestRestore(
+    context: AuthenticatedContext,
+    access: ServerAccess,
+    backup: Backup,
+    body: RestoreBody,
+  ): Promise<void> {
+    if (!backup.isSuccessful || backup.completedAt === null) {
+      throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
+    }
+    const { servers, jobs, activity, transaction, clock, throttle } = this.deps;
+    const serverId = access.server.id;
+    const { truncate } = body;
+    const now = toStoredTime(clock());
+    await throttle.run(serverId, () =>
+      transaction(async (trx) => {
+        if (!(await servers.claimStatus(serverId, 'restoring_backup', now, trx))) {
+          const current = await servers.findByReference(serverId, trx);
+          throw conflictFor(current?.status ?? 'restoring_backup');
+        }
+        await jobs.enqueue(
+          {
+            kind: 'backup.restore',
+            payload: {
+              serverId,
+              backupId: backup.id,
+              truncate,
+              actorId: context.actor.user.id,
+              ip: context.ip,
+            },
+            batch: context.batch,
+          },
+          now,
+          trx,
+        );
+        await activity.record(
+          context,
+          {
+            event: 'server:backup.restore',
+            actor: context.actor,
+            properties: { name: backup.name, truncate },
+            subjects: [
+              { type: 'server', id: serverId },
+              { type: 'backup', id: backup.id },
+            ],
+          },
+          trx,
+        );
+      }),
+    );
+  }
+}
