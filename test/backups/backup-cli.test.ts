@@ -1,7 +1,7 @@
 /**
- * The real command line (`node bin/aerie.js …`) against a fresh data directory: creating a backup
- * of a server's files and importing an existing .tar.gz, with the JSON that scripts read, and
- * refusals that say what is wrong and leave nothing behind.
+ * The real command line (`aerie …`, a process of its own) against a fresh data directory: creating
+ * a backup of a server's files and importing an existing .tar.gz, with the JSON that scripts
+ * read, and refusals that say what is wrong and leave nothing behind.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { extract as tarExtract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Db } from '../../src/db/connection.ts';
+import { aerieArgv } from '../support/aerie-process.ts';
 import { archiveEntries, backupOf, contents, sha256Of, tempDir, writeTree } from '../support/archives.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,7 +31,7 @@ function aerie(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['bin/aerie.js', ...args],
+      aerieArgv(args),
       {
         cwd: ROOT,
         env: {

@@ -4,14 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aerieArgv, ROOT } from '../support/aerie-process.ts';
 
 const run = promisify(execFile);
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const AERIE = path.join(ROOT, 'bin/aerie.js');
 
 /** Runs the CLI on a pseudo-terminal (util-linux `script`), as a person at a terminal would. */
 async function onTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const command = [process.execPath, AERIE, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+  const command = [process.execPath, ...aerieArgv(args)]
+    .map((a) => `'${a.replace(/'/g, "'\\''")}'`)
+    .join(' ');
   const { stdout } = await run('script', ['-qec', command, '/dev/null'], { env, cwd: ROOT });
   return stdout;
 }
@@ -25,12 +26,12 @@ describe('backup create and import on a terminal', () => {
     env = { ...process.env, AERIE_DATA_DIR: dir, DATABASE_URL: `sqlite:${path.join(dir, 'aerie.db')}` };
     await run(
       process.execPath,
-      [AERIE, 'user', 'create', '--username', 'tty', '--email', 'tty@example.com'],
+      aerieArgv(['user', 'create', '--username', 'tty', '--email', 'tty@example.com']),
       { env },
     );
     const { stdout } = await run(
       process.execPath,
-      [AERIE, 'server', 'create', '--owner', 'tty', '--name', 's', '--json'],
+      aerieArgv(['server', 'create', '--owner', 'tty', '--name', 's', '--json']),
       {
         env,
       },

@@ -15,10 +15,10 @@ import { createServer as createNetServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { create as tarCreate, list as tarList } from 'tar';
+import { aerieArgv, ROOT } from './aerie-process.ts';
 import type { TestApp } from './harness.ts';
 import { entryHeader, padding } from './raw-tar.ts';
 
@@ -341,10 +341,13 @@ export interface AerieProcess {
   exited: Promise<number | null>;
 }
 
-/** Runs `aerie <args>` as its own process, on the test app's database and data directory. */
+/**
+ * Runs `aerie <args>` (from the sources, see `aerie-process.ts`) as its own process, on the test
+ * app's database and data directory.
+ */
 export function spawnAerie(app: TestApp, args: string[], env: Record<string, string> = {}): AerieProcess {
-  const child = spawn(process.execPath, ['bin/aerie.js', ...args], {
-    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+  const child = spawn(process.execPath, aerieArgv(args), {
+    cwd: ROOT,
     env: {
       ...process.env,
       AERIE_DATA_DIR: app.dataDir,
