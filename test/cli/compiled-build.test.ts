@@ -1,0 +1,122 @@
+/**
+ * The compiled build, as production runs it: `node bin/aerie.js …` on `dist/` (every other test
+ * runs the sources through tsx). The build is made first when `dist/` is missing or older than
+ * the sources, so this tests the code as it is now.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { copyFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../support/aerie-process.ts';
+import { freePort, tempDir, untilListening } from '../support/archives.ts';
+
+const BIN = path.join(ROOT, 'bin/aerie.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd: ROOT, env }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** The newest modification time of the files the build is made from. */
+async function newestSource(dir: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
+    newest = Math.max(newest, (await stat(path.join(entry.parentPath, entry.name))).mtimeMs);
+  }
+  for (const config of ['tsconfig.json', 'tsconfig.build.json'])
+    newest = Math.max(newest, (await stat(path.join(ROOT, config))).mtimeMs);
+  return newest;
+}
+
+async function buildIfStale(): Promise<void> {
+  const built = await stat(path.join(ROOT, 'dist/main.js')).then(
+    (s) => s.mtimeMs,
+    () => 0,
+  );
+  if (built > (await newestSource(path.join(ROOT, 'src')))) return;
+  const build = await run('npm', ['run', 'build']);
+  expect(build.code, build.stdout + build.stderr).toBe(0);
+}
+
+describe('the compiled build (bin/aerie.js on dist/)', () => {
+  let data: string;
+  let env: NodeJS.ProcessEnv;
+  const aerie = (...args: string[]) => run(process.execPath, [BIN, ...args], env);
+
+  beforeAll(async () => {
+    await buildIfStale();
+    data = await tempDir('aerie-compiled-');
+    env = {
+      ...process.env,
+      AERIE_DATA_DIR: data,
+      DATABASE_URL: `sqlite:${path.join(data, 'aerie.db')}`,
+      LOG_LEVEL: 'silent',
+    };
+  }, 180_000);
+  afterAll(() => rm(data, { recursive: true, force: true }));
+
+  it('makes a backup, archived in a worker thread running the compiled module', async () => {
+    const user = await aerie('user', 'create', '--username', 'ops', '--email', 'ops@example.com');
+    expect(user.code, user.stderr).toBe(0);
+    const created = await aerie('server', 'create', '--owner', 'ops', '--name', 'world', '--json');
+    expect(created.code, created.stderr).toBe(0);
+    const server = JSON.parse(created.stdout) as { uuid: string; volume: string };
+    await mkdir(path.join(server.volume, 'config'));
+    await writeFile(path.join(server.volume, 'config/server.properties'), 'motd=hello\n');
+
+    const backup = await aerie('backup', 'create', '--server', server.uuid, '--name', 'first', '--json');
+    expect(backup.code, backup.stderr).toBe(0);
+    const record = JSON.parse(backup.stdout) as { uuid: string; bytes: number };
+    const archive = await stat(path.join(data, 'backups', server.uuid, `${record.uuid}.tar.gz`));
+    expect(archive.size).toBe(record.bytes);
+  });
+
+  it('serves HTTP: answers a request made with a key created on the command line', async () => {
+    const key = await aerie('key', 'create', '--user', 'ops', '--json');
+    expect(key.code, key.stderr).toBe(0);
+    const { token } = JSON.parse(key.stdout) as { token: string };
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port)], {
+      cwd: ROOT,
+      env,
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await untilListening(port);
+      const res = await fetch(`http://127.0.0.1:${port}/api/client/account`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { attributes: { username: string } }).attributes.username).toBe('ops');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('says to run the build, without a stack trace, when dist/ is missing', async () => {
+    const elsewhere = await tempDir('aerie-no-dist-');
+    try {
+      await mkdir(path.join(elsewhere, 'bin'));
+      await copyFile(BIN, path.join(elsewhere, 'bin/aerie.js'));
+      await copyFile(path.join(ROOT, 'package.json'), path.join(elsewhere, 'package.json'));
+      const result = await run(process.execPath, [path.join(elsewhere, 'bin/aerie.js'), 'migrate']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/npm run build/);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+});
