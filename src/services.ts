@@ -51,37 +51,42 @@ export function createServices({
   const transaction = transactorFor(kysely);
   const userRepository = new UserRepository(kysely, db.kind);
   const activity = new ActivityService(new ActivityRepository(kysely, db.kind), clock);
-  const apiKeys = new ApiKeyService(
-    new ApiKeyRepository(kysely, db.kind),
-    userRepository,
+  const apiKeys = new ApiKeyService({
+    keys: new ApiKeyRepository(kysely, db.kind),
+    users: userRepository,
     activity,
     transaction,
     clock,
-  );
-  const sessions = new SessionService(
-    new SessionRepository(kysely),
-    userRepository,
+  });
+  const sessions = new SessionService({
+    sessions: new SessionRepository(kysely),
+    users: userRepository,
     activity,
-    new LoginThrottle(counters, {
+    throttle: new LoginThrottle(counters, {
       perAddress: config.loginAttemptsPer15Minutes,
       perAccount: config.loginAccountAttemptsPerHour,
     }),
     transaction,
     clock,
-    config.sessionTtlSeconds,
-  );
+    ttlSeconds: config.sessionTtlSeconds,
+  });
   const users = new UserService(userRepository, clock);
   const serverRepository = new ServerRepository(kysely);
   const access = new ServerAccessService(serverRepository);
-  const subusers = new SubuserService(
-    new SubuserRepository(kysely),
-    serverRepository,
-    userRepository,
+  const subusers = new SubuserService({
+    subusers: new SubuserRepository(kysely),
+    servers: serverRepository,
+    users: userRepository,
     activity,
     transaction,
     clock,
-  );
-  const servers = new ServerService(serverRepository, userRepository, clock, config.volumesDir, subusers);
+  });
+  const servers = new ServerService({
+    servers: serverRepository,
+    users: userRepository,
+    clock,
+    volumesDir: config.volumesDir,
+  });
   const serverQueries = new ServerQueryService({ servers: serverRepository });
   const jobs = new JobRepository(kysely, db.kind, transaction);
   const storage = new LocalBackupStorage(config.backupsDir);
@@ -111,29 +116,33 @@ export function createServices({
     volumeOf: (server) => servers.volumeOf(server),
   });
   const jobHandlers: JobHandlers = {
-    'backup.create': new BackupArchiveJob(
-      backupRepository,
-      userRepository,
+    'backup.create': new BackupArchiveJob({
+      backups: backupRepository,
+      users: userRepository,
       activity,
       storage,
       transaction,
       clock,
-      (server) => servers.volumeOf(server),
-    ),
-    'backup.restore': new RestoreJob(
-      backupRepository,
-      serverRepository,
-      userRepository,
+      volumeOf: (server) => servers.volumeOf(server),
+    }),
+    'backup.restore': new RestoreJob({
+      backups: backupRepository,
+      servers: serverRepository,
+      users: userRepository,
       activity,
       storage,
       transaction,
       clock,
-      config.volumesDir,
+      volumesDir: config.volumesDir,
       logger,
-    ),
+    }),
   };
   const createWorker = (node = defaultNodeName()) =>
-    new Worker(jobs, jobHandlers, clock, logger, {
+    new Worker({
+      jobs,
+      handlers: jobHandlers,
+      clock,
+      logger,
       node,
       pollMs: config.workerPollMs,
       leaseMs: config.jobLeaseMs,

@@ -34,17 +34,19 @@ export function toApiKeyResource(row: ApiKeyRow): ApiKeyResource {
   };
 }
 
+export interface ApiKeyServiceDeps {
+  keys: ApiKeyRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  transaction: Transactor;
+  clock: Clock;
+}
+
 export class ApiKeyService {
-  constructor(
-    private readonly keys: ApiKeyRepository,
-    private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly transaction: Transactor,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly deps: ApiKeyServiceDeps) {}
 
   async list(actor: Actor): Promise<ApiKeyList> {
-    const rows = await this.keys.listForUser(actor.user.id);
+    const rows = await this.deps.keys.listForUser(actor.user.id);
     return { object: 'list', data: rows.map(toApiKeyResource) };
   }
 
@@ -53,9 +55,9 @@ export class ApiKeyService {
     const { user } = context.actor;
     const allowedIps = [...new Set(input.allowed_ips.map((ip) => ip.trim()))];
     const secret = randomAlphanumeric(32);
-    const row = await this.transaction(async (trx) => {
-      await this.users.lock(user.id, trx);
-      if ((await this.keys.countForUser(user.id, trx)) >= MAX_KEYS_PER_USER) {
+    const row = await this.deps.transaction(async (trx) => {
+      await this.deps.users.lock(user.id, trx);
+      if ((await this.deps.keys.countForUser(user.id, trx)) >= MAX_KEYS_PER_USER) {
         throw new DisplayError('You have reached the account limit for number of API keys.');
       }
       const values = {
@@ -65,10 +67,10 @@ export class ApiKeyService {
         description: input.description,
         allowed_ips: JSON.stringify(allowedIps),
         last_used_at: null,
-        created_at: toStoredTime(this.clock()),
+        created_at: toStoredTime(this.deps.clock()),
       };
-      const id = await this.keys.insert(values, trx);
-      await this.activity.record(
+      const id = await this.deps.keys.insert(values, trx);
+      await this.deps.activity.record(
         context,
         {
           event: 'user:api-key.create',
@@ -88,11 +90,11 @@ export class ApiKeyService {
 
   async delete(context: AuthenticatedContext, identifier: string): Promise<void> {
     const { user } = context.actor;
-    await this.transaction(async (trx) => {
-      const row = await this.keys.findByIdentifier(identifier, trx);
+    await this.deps.transaction(async (trx) => {
+      const row = await this.deps.keys.findByIdentifier(identifier, trx);
       if (row === undefined || row.user_id !== user.id) throw new NotFoundError();
-      await this.keys.delete(row.id, trx);
-      await this.activity.record(
+      await this.deps.keys.delete(row.id, trx);
+      await this.deps.activity.record(
         context,
         {
           event: 'user:api-key.delete',
@@ -117,18 +119,18 @@ export class ApiKeyService {
     if (!TOKEN.test(token)) throw new NotAuthenticatedError();
     const identifier = token.slice(0, 16);
     // Compared exactly here too: MariaDB's default collation matches identifiers in any case.
-    const found = await this.keys.findByIdentifier(identifier);
+    const found = await this.deps.keys.findByIdentifier(identifier);
     const row = found?.identifier === identifier ? found : undefined;
     const given = Buffer.from(sha256Hex(token.slice(16)), 'hex');
     const expected = row === undefined ? NO_KEY_HASH : Buffer.from(row.token_hash, 'hex');
     if (!timingSafeEqual(given, expected) || row === undefined) throw new NotAuthenticatedError();
-    const userRow = await this.users.findById(row.user_id);
+    const userRow = await this.deps.users.findById(row.user_id);
     if (userRow === undefined) throw new NotAuthenticatedError();
     const actor: Actor = { user: toUser(userRow), apiKeyId: row.id, sessionId: null };
 
     const ip = normalizeIp(context.ip ?? '');
     if (!ipAllowed(ip, JSON.parse(row.allowed_ips) as string[])) {
-      await this.activity.record(context, {
+      await this.deps.activity.record(context, {
         event: 'auth:ip-blocked',
         actor,
         properties: { identifier: row.identifier },
@@ -138,12 +140,12 @@ export class ApiKeyService {
         `This IP address (${ip}) does not have permission to access the API using these credentials.`,
       );
     }
-    const now = this.clock();
+    const now = this.deps.clock();
     const staleBefore = toStoredTime(new Date(now.getTime() - LAST_USED_RESOLUTION_MS));
     // Every request passes here: write only when the stored time is stale (the row is in hand),
     // and let the guarded UPDATE settle a race between two requests.
     if (row.last_used_at === null || row.last_used_at < staleBefore) {
-      await this.keys.touch(row.id, toStoredTime(now), staleBefore);
+      await this.deps.keys.touch(row.id, toStoredTime(now), staleBefore);
     }
     return actor;
   }
@@ -151,7 +153,7 @@ export class ApiKeyService {
   private async freeIdentifier(trx: Executor): Promise<string> {
     for (;;) {
       const identifier = IDENTIFIER_PREFIX + randomAlphanumeric(11);
-      if ((await this.keys.findByIdentifier(identifier, trx)) === undefined) return identifier;
+      if ((await this.deps.keys.findByIdentifier(identifier, trx)) === undefined) return identifier;
     }
   }
 }

@@ -22,27 +22,29 @@ export interface LoginResult {
   maxAgeSeconds: number;
 }
 
+export interface SessionServiceDeps {
+  sessions: SessionRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  throttle: LoginThrottle;
+  transaction: Transactor;
+  clock: Clock;
+  ttlSeconds: number;
+}
+
 export class SessionService {
-  constructor(
-    private readonly sessions: SessionRepository,
-    private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly throttle: LoginThrottle,
-    private readonly transaction: Transactor,
-    private readonly clock: Clock,
-    private readonly ttlSeconds: number,
-  ) {}
+  constructor(private readonly deps: SessionServiceDeps) {}
 
   async login(context: RequestContext, body: LoginBody): Promise<LoginResult> {
     const ip = context.ip ?? 'unknown';
-    const row = await this.users.findByLogin(body.user);
+    const row = await this.deps.users.findByLogin(body.user);
     // An account is throttled as one, whether addressed by its username or its email.
     const account = row === undefined ? `login:${body.user}` : `user:${row.id}`;
-    await this.throttle.begin(ip, account);
+    await this.deps.throttle.begin(ip, account);
     // The hash is checked even when no user matches, so the answer takes as long either way.
     const valid = await verifyPassword(body.password, row?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (row === undefined || !valid) {
-      await this.activity.record(context, {
+      await this.deps.activity.record(context, {
         event: 'auth:fail',
         actor: null,
         properties: { username: body.user },
@@ -50,17 +52,17 @@ export class SessionService {
       });
       throw new DisplayError('No account matching those credentials could be found.');
     }
-    await this.throttle.succeeded(ip, account);
+    await this.deps.throttle.succeeded(ip, account);
 
     const user = toUser(row);
     const token = randomAlphanumeric(48);
-    const now = this.clock();
-    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
+    const now = this.deps.clock();
+    const expiresAt = new Date(now.getTime() + this.deps.ttlSeconds * 1000);
     const sessionId = sha256Hex(token);
     // Logins are rare next to requests: a fine moment to drop sessions that have run out.
-    await this.sessions.deleteExpired(toStoredTime(now));
-    await this.transaction(async (trx) => {
-      await this.sessions.insert(
+    await this.deps.sessions.deleteExpired(toStoredTime(now));
+    await this.deps.transaction(async (trx) => {
+      await this.deps.sessions.insert(
         {
           id: sessionId,
           user_id: user.id,
@@ -71,7 +73,7 @@ export class SessionService {
         },
         trx,
       );
-      await this.activity.record(
+      await this.deps.activity.record(
         context,
         {
           event: 'auth:login',
@@ -84,7 +86,7 @@ export class SessionService {
     return {
       token,
       expiresAt,
-      maxAgeSeconds: this.ttlSeconds,
+      maxAgeSeconds: this.deps.ttlSeconds,
       response: {
         data: {
           complete: true,
@@ -106,9 +108,9 @@ export class SessionService {
   async logout(context: AuthenticatedContext): Promise<void> {
     const { sessionId, user } = context.actor;
     if (sessionId === null) return;
-    await this.transaction(async (trx) => {
-      await this.sessions.delete(sessionId, trx);
-      await this.activity.record(
+    await this.deps.transaction(async (trx) => {
+      await this.deps.sessions.delete(sessionId, trx);
+      await this.deps.activity.record(
         context,
         { event: 'auth:logout', actor: context.actor, subjects: [{ type: 'user', id: user.id }] },
         trx,
@@ -118,8 +120,8 @@ export class SessionService {
 
   async authenticate(token: string): Promise<Actor> {
     if (!/^[A-Za-z0-9]{48}$/.test(token)) throw new NotAuthenticatedError();
-    const session = await this.sessions.findLive(sha256Hex(token), toStoredTime(this.clock()));
-    const row = session && (await this.users.findById(session.user_id));
+    const session = await this.deps.sessions.findLive(sha256Hex(token), toStoredTime(this.deps.clock()));
+    const row = session && (await this.deps.users.findById(session.user_id));
     if (session === undefined || row === undefined) throw new NotAuthenticatedError();
     return { user: toUser(row), apiKeyId: null, sessionId: session.id };
   }

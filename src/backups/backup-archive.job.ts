@@ -14,35 +14,37 @@ import { archiveVolume } from './archive-volume.ts';
 
 type Payload = JobPayloads['backup.create'];
 
+export interface BackupArchiveJobDeps {
+  backups: BackupRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  storage: BackupStorage;
+  transaction: Transactor;
+  clock: Clock;
+  volumeOf: (server: { id: string }) => string;
+}
+
 /**
  * Archives a server's volume into the backup its request created, then marks the backup
  * successful (with its size and checksum) or failed. Running it again after a crash simply
  * starts the archive over.
  */
 export class BackupArchiveJob implements JobHandler<Payload> {
-  constructor(
-    private readonly backups: BackupRepository,
-    private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly storage: BackupStorage,
-    private readonly transaction: Transactor,
-    private readonly clock: Clock,
-    private readonly volumeOf: (server: { id: string }) => string,
-  ) {}
+  constructor(private readonly deps: BackupArchiveJobDeps) {}
 
   async run(job: JobContext<Payload>): Promise<void> {
     const { serverId, backupId } = job.payload;
-    const backup = await this.backups.findOfServer(serverId, backupId);
+    const backup = await this.deps.backups.findOfServer(serverId, backupId);
     if (backup === undefined) return; // deleted while queued: nothing to do
-    const scratch = await this.storage.scratchFile(serverId, backupId);
+    const scratch = await this.deps.storage.scratchFile(serverId, backupId);
     try {
-      const summary = await archiveVolume(this.volumeOf({ id: serverId }), scratch, {
+      const summary = await archiveVolume(this.deps.volumeOf({ id: serverId }), scratch, {
         ignored: backup.ignoredFiles,
         signal: job.signal,
       });
-      await this.storage.put(serverId, backupId, scratch);
+      await this.deps.storage.put(serverId, backupId, scratch);
       await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
-        this.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),
+        this.deps.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),
       );
     } finally {
       await fs.rm(scratch, { force: true });
@@ -50,10 +52,10 @@ export class BackupArchiveJob implements JobHandler<Payload> {
   }
 
   async fail(job: JobContext<Payload>, reason: string): Promise<void> {
-    const backup = await this.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    const backup = await this.deps.backups.findOfServer(job.payload.serverId, job.payload.backupId);
     if (backup === undefined) return;
     await this.record(job, 'server:backup.fail', { name: backup.name, reason }, (trx, now) =>
-      this.backups.markFailed(backup.id, now, trx),
+      this.deps.backups.markFailed(backup.id, now, trx),
     );
   }
 
@@ -64,11 +66,11 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     change: (trx: Parameters<Parameters<Transactor>[0]>[0], now: string) => Promise<void>,
   ): Promise<void> {
     const { serverId, backupId, actorId, ip } = job.payload;
-    const userRow = actorId === null ? undefined : await this.users.findById(actorId);
+    const userRow = actorId === null ? undefined : await this.deps.users.findById(actorId);
     const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
-    await this.transaction(async (trx) => {
-      await change(trx, toStoredTime(this.clock()));
-      await this.activity.record(
+    await this.deps.transaction(async (trx) => {
+      await change(trx, toStoredTime(this.deps.clock()));
+      await this.deps.activity.record(
         context,
         {
           event,

@@ -29,6 +29,18 @@ const SKIPPED_SHOWN = 20;
 type Recovered =
   { outcome: 'clean' | 'rolled-back' } | { outcome: 'completed'; report: ExtractReport | null };
 
+export interface RestoreJobDeps {
+  backups: BackupRepository;
+  servers: ServerRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  storage: BackupStorage;
+  transaction: Transactor;
+  clock: Clock;
+  volumesDir: string;
+  logger: Logger;
+}
+
 /**
  * Restores a backup onto a server's volume. The archive is checked (present, checksum) and
  * extracted into a staging directory beside the volume; only then is the volume touched, by
@@ -36,25 +48,15 @@ type Recovered =
  * finishes or undoes whatever that worker left (`recoverRestore`).
  */
 export class RestoreJob implements JobHandler<Payload> {
-  constructor(
-    private readonly backups: BackupRepository,
-    private readonly servers: ServerRepository,
-    private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly storage: BackupStorage,
-    private readonly transaction: Transactor,
-    private readonly clock: Clock,
-    private readonly volumesDir: string,
-    private readonly logger: Logger,
-  ) {}
+  constructor(private readonly deps: RestoreJobDeps) {}
 
   async run(job: JobContext<Payload>): Promise<void> {
     const { serverId, backupId, truncate } = job.payload;
-    const paths = restorePaths(this.volumesDir, serverId, job.id, job.attempt);
+    const paths = restorePaths(this.deps.volumesDir, serverId, job.id, job.attempt);
     const recovered = await this.recoverEarlierAttempts(job);
     if (recovered.outcome !== 'clean')
-      this.logger.warn({ job: job.id, recovered: recovered.outcome }, 'restore picked up after a crash');
-    const backup = await this.backups.findOfServer(serverId, backupId);
+      this.deps.logger.warn({ job: job.id, recovered: recovered.outcome }, 'restore picked up after a crash');
+    const backup = await this.deps.backups.findOfServer(serverId, backupId);
     if (backup === undefined) throw new ArchiveError('not-found', 'the backup no longer exists');
     if (recovered.outcome === 'completed') {
       await this.finish(job, 'server:backup.restore-complete', {
@@ -63,9 +65,9 @@ export class RestoreJob implements JobHandler<Payload> {
       });
       return;
     }
-    const server = await this.servers.findByReference(serverId);
+    const server = await this.deps.servers.findByReference(serverId);
     const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
-    const report = await this.storage.withLocalFile(serverId, backupId, (archive) =>
+    const report = await this.deps.storage.withLocalFile(serverId, backupId, (archive) =>
       stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal }),
     );
     // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
@@ -93,7 +95,7 @@ export class RestoreJob implements JobHandler<Payload> {
   private async recoverEarlierAttempts(job: JobContext<Payload>): Promise<Recovered> {
     let recovered: Recovered = { outcome: 'clean' };
     for (let attempt = 1; attempt <= job.attempt; attempt++) {
-      const paths = restorePaths(this.volumesDir, job.payload.serverId, job.id, attempt);
+      const paths = restorePaths(this.deps.volumesDir, job.payload.serverId, job.id, attempt);
       const outcome = await recoverRestore(paths);
       if (outcome === 'completed') recovered = { outcome, report: await savedReport(paths) };
       else if (outcome === 'rolled-back' && recovered.outcome === 'clean') recovered = { outcome };
@@ -104,7 +106,7 @@ export class RestoreJob implements JobHandler<Payload> {
   /** The completion entry's `files` and skipped entries (the true count; the first few by name). */
   private completionDetails(job: JobContext<Payload>, report: ExtractReport | null): Record<string, unknown> {
     if (report === null) {
-      this.logger.warn({ job: job.id }, 'restore completed by recovery without a saved report');
+      this.deps.logger.warn({ job: job.id }, 'restore completed by recovery without a saved report');
       return {};
     }
     const details: Record<string, unknown> = { files: report.files };
@@ -134,7 +136,7 @@ export class RestoreJob implements JobHandler<Payload> {
   }
 
   private async nameOf(job: JobContext<Payload>): Promise<string> {
-    const backup = await this.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    const backup = await this.deps.backups.findOfServer(job.payload.serverId, job.payload.backupId);
     return backup?.name ?? job.payload.backupId;
   }
 
@@ -145,12 +147,12 @@ export class RestoreJob implements JobHandler<Payload> {
     properties: Record<string, unknown>,
   ): Promise<void> {
     const { serverId, backupId, actorId, ip } = job.payload;
-    const userRow = actorId === null ? undefined : await this.users.findById(actorId);
+    const userRow = actorId === null ? undefined : await this.deps.users.findById(actorId);
     const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
     const actor = userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null };
-    await this.transaction(async (trx) => {
-      await this.servers.releaseStatus(serverId, RESTORING, toStoredTime(this.clock()), trx);
-      await this.activity.record(
+    await this.deps.transaction(async (trx) => {
+      await this.deps.servers.releaseStatus(serverId, RESTORING, toStoredTime(this.deps.clock()), trx);
+      await this.deps.activity.record(
         context,
         {
           event,
@@ -166,6 +168,6 @@ export class RestoreJob implements JobHandler<Payload> {
     });
     // Recorded: the reports saved for recovery have served their purpose.
     for (let attempt = 1; attempt <= job.attempt; attempt++)
-      await discardReport(restorePaths(this.volumesDir, serverId, job.id, attempt));
+      await discardReport(restorePaths(this.deps.volumesDir, serverId, job.id, attempt));
   }
 }

@@ -10,8 +10,6 @@ import type { Database } from './database.ts';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly kind: DatabaseKind;
-  /** Whether INSERT … RETURNING is available (not on MariaDB). */
-  readonly supportsReturning: boolean;
   destroy(): Promise<void>;
 }
 
@@ -61,7 +59,6 @@ export function connect(database: Config['database']): Db {
   return {
     kysely,
     kind: database.kind,
-    supportsReturning: database.kind !== 'mysql',
     destroy: () => kysely.destroy(),
   };
 }

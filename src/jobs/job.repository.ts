@@ -3,14 +3,13 @@ import type { Executor, Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
 import type { ExpressionBuilder } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { JobKind, JobPayloads } from './job-kinds.ts';
 import type { JobRow } from './job.table.ts';
 
-export interface NewJob {
-  kind: string;
-  payload: unknown;
-  batch: string;
-  maxAttempts?: number;
-}
+/** A job to queue: its kind decides the shape of its payload. */
+export type NewJob = {
+  [K in JobKind]: { kind: K; payload: JobPayloads[K]; batch: string; maxAttempts?: number };
+}[JobKind];
 
 export class JobRepository {
   constructor(

@@ -32,7 +32,12 @@ export interface JobHandler<P> {
 
 export type JobHandlers = { [K in JobKind]: JobHandler<JobPayloads[K]> };
 
-export interface WorkerOptions {
+export interface WorkerDeps {
+  jobs: JobRepository;
+  handlers: JobHandlers;
+  clock: Clock;
+  logger: Logger;
+  /** Names this worker in logs and in the leases it holds. */
   node: string;
   pollMs: number;
   leaseMs: number;
@@ -99,14 +104,8 @@ export class Worker {
   private interrupt: ((why: 'shutdown') => void) | undefined;
   private stopped = true;
 
-  constructor(
-    private readonly jobs: JobRepository,
-    private readonly handlers: JobHandlers,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly options: WorkerOptions,
-  ) {
-    this.owner = `${options.node}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  constructor(private readonly deps: WorkerDeps) {
+    this.owner = `${deps.node}:${process.pid}:${randomUUID().slice(0, 8)}`;
   }
 
   start(): void {
@@ -143,35 +142,35 @@ export class Worker {
     this.timer = setTimeout(() => {
       this.current = this.runOnce()
         .catch((error: unknown) => {
-          this.logger.error({ err: error }, 'the job worker failed to claim or finish a job');
+          this.deps.logger.error({ err: error }, 'the job worker failed to claim or finish a job');
           return false;
         })
-        .then((worked) => this.schedule(worked ? 0 : this.options.pollMs));
+        .then((worked) => this.schedule(worked ? 0 : this.deps.pollMs));
     }, delay);
   }
 
   private leaseUntil(): string {
-    return toStoredTime(new Date(this.clock().getTime() + this.options.leaseMs));
+    return toStoredTime(new Date(this.deps.clock().getTime() + this.deps.leaseMs));
   }
 
   private now(): string {
-    return toStoredTime(this.clock());
+    return toStoredTime(this.deps.clock());
   }
 
   /** Claims and runs one job; false when none was due. */
   async runOnce(): Promise<boolean> {
-    const row = await this.jobs.claim(this.owner, this.now(), this.leaseUntil());
+    const row = await this.deps.jobs.claim(this.owner, this.now(), this.leaseUntil());
     if (row === undefined) return false;
     await this.execute(row);
     return true;
   }
 
   private async execute(row: JobRow): Promise<void> {
-    const handler = (this.handlers as Record<string, JobHandler<unknown> | undefined>)[row.kind];
-    const log = this.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
+    const handler = (this.deps.handlers as Record<string, JobHandler<unknown> | undefined>)[row.kind];
+    const log = this.deps.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
     if (handler === undefined) {
       log.error('no handler for this kind of job');
-      await this.jobs.finish(
+      await this.deps.jobs.finish(
         row.id,
         this.owner,
         'failed',
@@ -185,7 +184,7 @@ export class Worker {
       payload = JSON.parse(row.payload);
     } catch (error) {
       log.error({ err: error }, 'the job payload is not valid JSON');
-      await this.jobs.finish(row.id, this.owner, 'failed', 'the job could not be read', this.now());
+      await this.deps.jobs.finish(row.id, this.owner, 'failed', 'the job could not be read', this.now());
       return;
     }
     const stop = new AbortController();
@@ -199,7 +198,7 @@ export class Worker {
       attempt: row.attempts,
       signal: stop.signal,
       renewLease: async () => {
-        const held = await this.jobs.heartbeat(row.id, this.owner, this.now(), this.leaseUntil());
+        const held = await this.deps.jobs.heartbeat(row.id, this.owner, this.now(), this.leaseUntil());
         if (!held) interrupt('lease-lost');
         return held;
       },
@@ -218,9 +217,9 @@ export class Worker {
       () => {
         job.renewLease().catch((error: unknown) => log.warn({ err: error }, 'could not renew the job lease'));
       },
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+      Math.max(50, Math.floor(this.deps.leaseMs / 3)),
     );
-    const deadline = setTimeout(() => interrupt('timeout'), this.options.timeoutMs);
+    const deadline = setTimeout(() => interrupt('timeout'), this.deps.timeoutMs);
     let running: Promise<void> | undefined;
     this.interrupt = interrupt;
     try {
@@ -228,7 +227,7 @@ export class Worker {
       running = handler.run(job);
       // A handler should stop when its signal aborts; one that does not is left behind.
       await Promise.race([running, whenAborted(stop.signal)]);
-      if (await this.jobs.finish(row.id, this.owner, 'succeeded', null, this.now()))
+      if (await this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now()))
         log.info('job succeeded');
       else
         log.warn('job finished after its lease was lost; the worker that took it over decides its outcome');
@@ -243,12 +242,12 @@ export class Worker {
       } else {
         const timedOut = cause instanceof JobInterrupted;
         const reason = timedOut
-          ? `the job did not finish within ${this.options.timeoutMs / 1000} seconds`
+          ? `the job did not finish within ${this.deps.timeoutMs / 1000} seconds`
           : reasonOf(error);
         if (!isPermanent(error) && row.attempts < row.max_attempts) {
-          const retryAt = toStoredTime(new Date(this.clock().getTime() + 2 ** row.attempts * 1000));
+          const retryAt = toStoredTime(new Date(this.deps.clock().getTime() + 2 ** row.attempts * 1000));
           log.warn({ err: error }, 'job failed; it will be tried again');
-          await this.jobs.retryLater(row.id, this.owner, reason, retryAt, this.now());
+          await this.deps.jobs.retryLater(row.id, this.owner, reason, retryAt, this.now());
         } else {
           log.warn({ err: error }, 'job failed');
           await this.failForGood(handler, job, log, reason);
@@ -274,7 +273,7 @@ export class Worker {
     } catch (error) {
       log.error({ err: error }, 'the job handler could not record its failure');
     }
-    await this.jobs.finish(job.id, this.owner, 'failed', reason, this.now());
+    await this.deps.jobs.finish(job.id, this.owner, 'failed', reason, this.now());
   }
 }
 

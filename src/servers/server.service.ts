@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { RequestContext } from '../shared/context.ts';
 import { BadRequestError, NotFoundError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow } from './server.table.ts';
-import type { SubuserService } from './subuser.service.ts';
 
 export interface NewServer {
   owner: string;
@@ -16,22 +14,24 @@ export interface NewServer {
   diskMb?: number | undefined;
 }
 
+export interface ServerServiceDeps {
+  servers: ServerRepository;
+  users: UserRepository;
+  clock: Clock;
+  /** Where volumes live: `<volumesDir>/<server uuid>/`. */
+  volumesDir: string;
+}
+
 export class ServerService {
-  constructor(
-    private readonly servers: ServerRepository,
-    private readonly users: UserRepository,
-    private readonly clock: Clock,
-    private readonly volumesDir: string,
-    private readonly subusers: SubuserService,
-  ) {}
+  constructor(private readonly deps: ServerServiceDeps) {}
 
   volumeOf(server: Pick<ServerRow, 'id'>): string {
-    return path.join(this.volumesDir, server.id);
+    return path.join(this.deps.volumesDir, server.id);
   }
 
   /** Creates the server's record and its empty volume directory. */
   async create(input: NewServer): Promise<{ server: ServerRow; volume: string }> {
-    const owner = await this.users.findByLogin(input.owner);
+    const owner = await this.deps.users.findByLogin(input.owner);
     if (owner === undefined) throw new NotFoundError(`No user "${input.owner}".`);
     const name = input.name.trim();
     if (name === '' || name.length > 191) throw new BadRequestError('A server name is 1 to 191 characters.');
@@ -40,8 +40,8 @@ export class ServerService {
       throw new BadRequestError('The disk limit is a whole number of MiB (0 = none).');
 
     let id = randomUUID();
-    while ((await this.servers.findByReference(id.slice(0, 8))) !== undefined) id = randomUUID();
-    const now = toStoredTime(this.clock());
+    while ((await this.deps.servers.findByReference(id.slice(0, 8))) !== undefined) id = randomUUID();
+    const now = toStoredTime(this.deps.clock());
     const server: ServerRow = {
       id,
       identifier: id.slice(0, 8),
@@ -57,16 +57,11 @@ export class ServerService {
     const volume = this.volumeOf(server);
     await fs.mkdir(volume, { recursive: true, mode: 0o750 });
     try {
-      await this.servers.insert(server);
+      await this.deps.servers.insert(server);
     } catch (error) {
       await fs.rm(volume, { recursive: true, force: true });
       throw error;
     }
     return { server, volume };
-  }
-
-  /** Makes a user a subuser of a server with exactly these permissions: see SubuserService.setByLogin. */
-  setSubuser(context: RequestContext, serverRef: string, login: string, permissions: string[]) {
-    return this.subusers.setByLogin(context, serverRef, login, permissions);
   }
 }

@@ -34,30 +34,32 @@ function subjectsOf(serverId: string, userId: string): Subject[] {
 const ALREADY_SUBUSER = 'A user with that email address is already assigned as a subuser for this server.';
 const IS_OWNER = 'You cannot add the server owner as a subuser for this server.';
 
+export interface SubuserServiceDeps {
+  subusers: SubuserRepository;
+  servers: ServerRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  transaction: Transactor;
+  clock: Clock;
+}
+
 /**
  * Who else may use a server, and with which permissions. The checks run in the order of the rest
  * of the API: visibility (404), the caller's `user.*` permission (403), the subuser named in the
  * path (404), the body (422), then what the body asks for (403, 422, 400).
  */
 export class SubuserService {
-  constructor(
-    private readonly subusers: SubuserRepository,
-    private readonly servers: ServerRepository,
-    private readonly users: UserRepository,
-    private readonly activity: ActivityService,
-    private readonly transaction: Transactor,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly deps: SubuserServiceDeps) {}
 
   /** A server's subusers, in the order they were added. */
   list(access: ServerAccess): Promise<Subuser[]> {
-    return this.subusers.listOfServer(access.server.id);
+    return this.deps.subusers.listOfServer(access.server.id);
   }
 
   /** The subuser of a server that a path names by user UUID, if there is one. */
   find(serverId: string, userRef: string): Promise<Subuser | undefined> {
     if (!UUID.test(userRef)) return Promise.resolve(undefined);
-    return this.subusers.find(serverId, userRef.toLowerCase());
+    return this.deps.subusers.find(serverId, userRef.toLowerCase());
   }
 
   /** Adds an existing user (by email) as a subuser. Aerie sends no invitations. */
@@ -69,7 +71,7 @@ export class SubuserService {
     const permissions = normalizePermissions(body.permissions);
     this.assertMayGrant(access, [], permissions);
     const email = body.email.trim().toLowerCase();
-    const user = await this.users.findByLogin(email);
+    const user = await this.deps.users.findByLogin(email);
     // The look-up also matches usernames; only a user whose email it is counts.
     if (user === undefined || user.email.toLowerCase() !== email) {
       throw new ValidationError([
@@ -92,9 +94,9 @@ export class SubuserService {
   }
 
   async delete(context: AuthenticatedContext, subuser: Subuser): Promise<void> {
-    await this.transaction(async (trx) => {
-      if (!(await this.subusers.delete(subuser.id, trx))) throw new NotFoundError();
-      await this.activity.record(
+    await this.deps.transaction(async (trx) => {
+      if (!(await this.deps.subusers.delete(subuser.id, trx))) throw new NotFoundError();
+      await this.deps.activity.record(
         context,
         {
           event: 'server:subuser.delete',
@@ -112,16 +114,16 @@ export class SubuserService {
    * these permissions, adding or changing the entry. Recorded with no actor (the system).
    */
   async setByLogin(context: RequestContext, serverRef: string, login: string, permissions: string[]) {
-    const server = await this.servers.findByReference(serverRef);
+    const server = await this.deps.servers.findByReference(serverRef);
     if (server === undefined) throw new NotFoundError(`No server "${serverRef}".`);
-    const user = await this.users.findByLogin(login);
+    const user = await this.deps.users.findByLogin(login);
     if (user === undefined) throw new NotFoundError(`No user "${login}".`);
     if (user.id === server.owner_id)
       throw new BadRequestError('The owner of a server cannot be its subuser.');
     const unknown = permissions.filter((p) => !isPermission(p));
     if (unknown.length > 0) throw new BadRequestError(`Unknown permissions: ${unknown.join(', ')}.`);
     const wanted = normalizePermissions(permissions);
-    const existing = await this.subusers.find(server.id, user.id);
+    const existing = await this.deps.subusers.find(server.id, user.id);
     const result = existing
       ? await this.change(context, null, existing, wanted)
       : await this.add(context, null, server, user, wanted);
@@ -151,12 +153,13 @@ export class SubuserService {
     user: UserRow,
     permissions: string[],
   ): Promise<Subuser> {
-    if ((await this.subusers.find(server.id, user.id)) !== undefined) throw new DisplayError(ALREADY_SUBUSER);
-    const now = toStoredTime(this.clock());
+    if ((await this.deps.subusers.find(server.id, user.id)) !== undefined)
+      throw new DisplayError(ALREADY_SUBUSER);
+    const now = toStoredTime(this.deps.clock());
     try {
-      await this.transaction(async (trx) => {
-        await this.subusers.insert(server.id, user.id, permissions, now, trx);
-        await this.activity.record(
+      await this.deps.transaction(async (trx) => {
+        await this.deps.subusers.insert(server.id, user.id, permissions, now, trx);
+        await this.deps.activity.record(
           context,
           {
             event: 'server:subuser.create',
@@ -169,11 +172,11 @@ export class SubuserService {
       });
     } catch (error) {
       // Two requests adding the same user at once: the unique index lets exactly one through.
-      if ((await this.subusers.find(server.id, user.id)) !== undefined)
+      if ((await this.deps.subusers.find(server.id, user.id)) !== undefined)
         throw new DisplayError(ALREADY_SUBUSER);
       throw error;
     }
-    const added = await this.subusers.find(server.id, user.id);
+    const added = await this.deps.subusers.find(server.id, user.id);
     if (added === undefined) throw new NotFoundError();
     return added;
   }
@@ -187,15 +190,15 @@ export class SubuserService {
   ): Promise<Subuser> {
     const old = subuser.permissions;
     if (old.length === permissions.length && old.every((p, i) => p === permissions[i])) return subuser;
-    await this.transaction(async (trx) => {
-      const updated = await this.subusers.updatePermissions(
+    await this.deps.transaction(async (trx) => {
+      const updated = await this.deps.subusers.updatePermissions(
         subuser.id,
         permissions,
-        toStoredTime(this.clock()),
+        toStoredTime(this.deps.clock()),
         trx,
       );
       if (!updated) throw new NotFoundError();
-      await this.activity.record(
+      await this.deps.activity.record(
         context,
         {
           event: 'server:subuser.update',

@@ -282,7 +282,8 @@ describe('adding a subuser', () => {
     const { outsider, base, tokens } = await setup();
     // Hold the first "is it already there?" look-up until the second request has made its own, so
     // both pass that check and the database's unique index has to decide.
-    const repository = (app.services.subusers as unknown as { subusers: SubuserRepository }).subusers;
+    const repository = (app.services.subusers as unknown as { deps: { subusers: SubuserRepository } }).deps
+      .subusers;
     const find = repository.find.bind(repository);
     let release: (() => void) | undefined;
     let armed = true;

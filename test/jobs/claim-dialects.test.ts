@@ -31,7 +31,10 @@ for (const dialect of SERVER_DIALECT_CASES)
 
     it('gives every job to exactly one of many racing workers', async () => {
       for (let i = 0; i < JOBS; i++) {
-        await jobs.enqueue({ kind: 'backup.restore', payload: { i }, batch: randomUUID() }, iso(-1000));
+        await jobs.enqueue(
+          { kind: 'backup.restore', payload: { i } as never, batch: randomUUID() },
+          iso(-1000),
+        );
       }
       const claimedBy = new Map<number, string[]>();
       await Promise.all(
@@ -61,7 +64,10 @@ for (const dialect of SERVER_DIALECT_CASES)
     });
 
     it('hands a job whose lease ran out to another worker, and the first loses it', async () => {
-      const id = await jobs.enqueue({ kind: 'backup.restore', payload: {}, batch: randomUUID() }, iso(-1000));
+      const id = await jobs.enqueue(
+        { kind: 'backup.restore', payload: {} as never, batch: randomUUID() },
+        iso(-1000),
+      );
       const first = await jobs.claim('first', iso(), iso(-1));
       expect(first?.id).toBe(id);
       const second = await jobs.claim('second', iso(), iso(60_000));

@@ -43,7 +43,13 @@ async function enqueue(count: number, runAt = at(0), maxAttempts?: number): Prom
   for (let i = 0; i < count; i++) {
     ids.push(
       await jobs.enqueue(
-        { kind: 'test.noop', payload: { i }, batch: randomUUID(), ...(maxAttempts ? { maxAttempts } : {}) },
+        // The queue does not look into payloads: any kind and payload will do for these tests.
+        {
+          kind: 'backup.create',
+          payload: { i } as never,
+          batch: randomUUID(),
+          ...(maxAttempts ? { maxAttempts } : {}),
+        },
         runAt,
       ),
     );
@@ -201,7 +207,11 @@ function recordingHandler(run: (job: JobContext<unknown>) => Promise<void>) {
 function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_000, timeoutMs = 60_000) {
   // Only restore jobs are queued in these tests; the other kinds need no handler here.
   const handlers = { 'backup.restore': handler } as Partial<JobHandlers> as JobHandlers;
-  return new Worker(jobs, handlers, now, silent, {
+  return new Worker({
+    jobs,
+    handlers,
+    clock: now,
+    logger: silent,
     node: 'test',
     pollMs: 10,
     leaseMs,
@@ -210,7 +220,10 @@ function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_
 }
 
 const enqueueKind = (maxAttempts = 3, runAt = at(0)) =>
-  jobs.enqueue({ kind: 'backup.restore', payload: { x: 1 }, batch: randomUUID(), maxAttempts }, runAt);
+  jobs.enqueue(
+    { kind: 'backup.restore', payload: { x: 1 } as never, batch: randomUUID(), maxAttempts },
+    runAt,
+  );
 
 describe('Worker', () => {
   it('retries a job that failed for a passing reason later, then fails it for good', async () => {
