@@ -1,59 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import type { Logger } from 'pino';
-import type { Config } from './config.ts';
-import type { Db } from './db/connection.ts';
 import { RouteIndex } from './http/allowed-methods.ts';
 import { requireAuthentication } from './http/authenticate.ts';
 import { ApiRateLimiter } from './http/rate-limit.ts';
-import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
 import { clientErrorHandler, refuseUnservableRequests, refuseWhileClosing } from './http/raw-refusals.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
-import { backupRoutes } from './http/routes/backups.routes.ts';
 import { serverRoutes } from './http/routes/servers.routes.ts';
 import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-backups.routes.ts';
 import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { validatorCompiler } from './http/validation.ts';
-import { createServices, type Services } from './services.ts';
-import { MemoryCounterStore, type CounterStore } from './shared/counter-store.ts';
-import { systemClock, type Clock } from './shared/time.ts';
+import type { Runtime } from './runtime.ts';
+import type { Services } from './services.ts';
 
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  clock?: Clock;
-  counters?: CounterStore;
-  /** A pino logger; none in tests. */
-  logger?: FastifyBaseLogger;
-}
+/** What the HTTP app is built on: the parts of an open runtime (see `openRuntime`) it uses. */
+export type AppDeps = Pick<Runtime, 'config' | 'services' | 'counters' | 'logger'>;
 
 export interface App {
   http: FastifyInstance;
   services: Services;
 }
 
-/** The composition root: database → repositories → services → routes. */
-export async function buildApp(deps: AppDeps): Promise<App> {
-  const { config, db } = deps;
-  const counters =
-    deps.counters ??
-    (config.redisUrl === null ? new MemoryCounterStore() : new RedisCounterStore(config.redisUrl));
-  const services = createServices({
-    config,
-    db,
-    clock: deps.clock ?? systemClock,
-    counters,
-    ...(deps.logger ? { logger: deps.logger as Logger } : {}),
-  });
-
+/**
+ * The HTTP app on a runtime's services and counters: routes, schemas, hooks. The runtime owns
+ * the database and the counters; closing the app closes neither.
+ */
+export async function buildApp({ config, services, counters, logger }: AppDeps): Promise<App> {
+  // Typed as Fastify's logger interface, so routes and plugins see the usual FastifyInstance.
+  const loggerInstance: FastifyBaseLogger = logger;
   const http = Fastify({
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    loggerInstance,
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
     trustProxy:
       typeof config.trustProxy === 'number'
@@ -77,8 +58,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   });
   http.decorateRequest('actor', null);
+  for (const resolved of ['serverAccess', 'backup', 'subuser'] as const) http.decorateRequest(resolved, null);
   http.decorateRequest('publicUrl', config.publicUrl);
-  if (deps.counters === undefined) http.addHook('onClose', () => counters.close());
   http.setValidatorCompiler(validatorCompiler);
   http.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id);
@@ -121,7 +102,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
     activityRoutes(client, services);
     apiKeyRoutes(client, services);
-    backupRoutes(client, services);
     serverRoutes(client, services);
     serverBackupRoutes(client, services);
     subuserRoutes(client, services);

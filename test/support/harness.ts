@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { connect, type Db } from '../../src/db/connection.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
-import type { Actor, AuthenticatedContext } from '../../src/shared/context.ts';
+import type { Db } from '../../src/db/connection.ts';
+import { openRuntime } from '../../src/runtime.ts';
+import type { Actor, AuthenticatedContext } from '../../src/users/actor.ts';
 import type { Clock } from '../../src/shared/time.ts';
 import type { User } from '../../src/users/user.ts';
 
@@ -24,7 +24,10 @@ export interface TestAppOptions {
   clock?: Clock;
 }
 
-/** A whole Aerie on a fresh SQLite file in a temporary data directory. */
+/**
+ * A whole Aerie on a fresh SQLite file in a temporary data directory, built as `aerie serve`
+ * builds it: `openRuntime`, then `buildApp`. It logs nothing unless `env` sets LOG_LEVEL.
+ */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-test-'));
   const config = loadConfig({
@@ -32,19 +35,22 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATABASE_URL: options.databaseUrl ?? `sqlite:${path.join(dataDir, 'aerie.db')}`,
     AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '0',
     AERIE_RATE_LIMIT_PER_MINUTE: '0',
+    LOG_LEVEL: 'silent',
     ...options.env,
   });
-  const db = connect(config.database);
-  await migrateToLatest(db);
-  const app = await buildApp({ config, db, ...(options.clock ? { clock: options.clock } : {}) });
+  const runtime = await openRuntime(config, options.clock ? { clock: options.clock } : {});
+  const app = await buildApp(runtime).catch(async (error: unknown) => {
+    await runtime.close();
+    throw error;
+  });
   return {
     ...app,
     config,
-    db,
+    db: runtime.db,
     dataDir,
     async close() {
       await app.http.close();
-      await db.destroy();
+      await runtime.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -119,7 +125,7 @@ export async function addSubuser(
   user: User,
   permissions: string[],
 ): Promise<void> {
-  await app.services.servers.setSubuser(
+  await app.services.subusers.setByLogin(
     { batch: randomUUID(), ip: null, userAgent: 'test' },
     serverId,
     user.username,
@@ -129,7 +135,7 @@ export async function addSubuser(
 
 /** Stores a .tar.gz as a successful backup of the server. */
 export async function importBackup(app: App, serverId: string, file: string, name = 'nightly') {
-  return app.services.backups.importArchive(serverId, name, file);
+  return app.services.backupManagement.importArchive(serverId, name, file);
 }
 
 /** Runs queued jobs on a worker of this app until none is due. */

@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { ConfigError } from '../../config.ts';
+import { collect, printRecord } from '../output.ts';
+import { cliContext, withRuntime } from '../with-runtime.ts';
+
+interface KeyCreateOptions {
+  user: string;
+  description: string;
+  allowedIp: string[];
+  json: boolean;
+}
+
+/** `aerie key create`: an API key for a user; prints the full token, once. */
+export function keyCreateCommand(key: Command): void {
+  key
+    .command('create')
+    .requiredOption('--user <login>', 'username or email')
+    .option('--description <text>', 'what the key is for', '')
+    .option(
+      '--allowed-ip <ip>',
+      'an address or CIDR range the key may be used from (repeatable)',
+      collect,
+      [],
+    )
+    .option('--json', 'print the record as JSON', false)
+    .action((o: KeyCreateOptions) =>
+      withRuntime(async ({ services }) => {
+        const owner = await services.users.findByLogin(o.user);
+        if (owner === undefined) throw new ConfigError(`no user "${o.user}"`);
+        const created = await services.apiKeys.create(
+          { ...cliContext(), actor: { user: owner, apiKeyId: null, sessionId: null } },
+          { description: o.description, allowed_ips: o.allowedIp },
+        );
+        const token = created.attributes.identifier + created.meta.secret_token;
+        printRecord(o.json, { identifier: created.attributes.identifier, token }, [
+          `created API key ${created.attributes.identifier} for ${owner.username}`,
+          `token (shown once): ${token}`,
+        ]);
+      }),
+    );
+}

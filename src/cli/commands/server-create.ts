@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { positiveInteger, printRecord } from '../output.ts';
+import { withRuntime } from '../with-runtime.ts';
+
+interface ServerCreateOptions {
+  owner: string;
+  name: string;
+  description?: string;
+  diskMb: number;
+  json: boolean;
+}
+
+/** `aerie server create`: the server's record and its empty volume. */
+export function serverCreateCommand(server: Command): void {
+  server
+    .command('create')
+    .requiredOption('--owner <login>', 'username or email of the owner')
+    .requiredOption('--name <name>')
+    .option('--description <text>')
+    .option('--disk-mb <mib>', 'disk limit in MiB (0 = none)', positiveInteger, 0)
+    .option('--json', 'print the record as JSON', false)
+    .action((o: ServerCreateOptions) =>
+      withRuntime(async ({ services }) => {
+        const { server: created, volume } = await services.servers.create(o);
+        printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
+          `created server ${created.name} (${created.identifier}, ${created.id})`,
+          `volume: ${volume}`,
+        ]);
+      }),
+    );
+}

@@ -1,0 +1,80 @@
+/**
+ * openRuntime, which every entry point (serve, worker, each CLI command, the test harness)
+ * starts from: it migrates, and it picks the counter store from REDIS_URL whatever the role.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { openRuntime, type Runtime } from '../../src/runtime.ts';
+import { MemoryCounterStore } from '../../src/shared/counter-store.ts';
+import { RedisCounterStore } from '../../src/shared/redis-counter-store.ts';
+import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
+
+const opened: Runtime[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const runtime of opened.splice(0)) await runtime.close();
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function configIn(dir: string, env: Record<string, string> = {}) {
+  return loadConfig({
+    AERIE_DATA_DIR: dir,
+    DATABASE_URL: `sqlite:${path.join(dir, 'aerie.db')}`,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+}
+
+function freshDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-runtime-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function open(config: ReturnType<typeof loadConfig>): Promise<Runtime> {
+  const runtime = await openRuntime(config);
+  opened.push(runtime);
+  return runtime;
+}
+
+describe('openRuntime', () => {
+  it('migrates on opening and says what it applied', async () => {
+    const config = configIn(freshDir());
+    const first = await open(config);
+    expect(first.migrations.length).toBeGreaterThan(0);
+    expect(await first.services.users.count()).toBe(0);
+    await first.close();
+    expect((await open(config)).migrations).toEqual([]);
+  });
+
+  it('keeps counters in memory without REDIS_URL', async () => {
+    expect((await open(configIn(freshDir()))).counters).toBeInstanceOf(MemoryCounterStore);
+  });
+
+  it('can be closed twice', async () => {
+    const runtime = await openRuntime(configIn(freshDir()));
+    await runtime.close();
+    await expect(runtime.close()).resolves.toBeUndefined();
+  });
+});
+
+describe.runIf(await serverAvailable(REDIS_URL))('openRuntime with REDIS_URL', () => {
+  it('counts in Redis, shared by every process on it, whatever the process runs', async () => {
+    // Two processes on one database: say a `worker` and a CLI command.
+    const dir = freshDir();
+    const worker = await open(configIn(dir, { REDIS_URL }));
+    const cli = await open(configIn(dir, { REDIS_URL }));
+    expect(worker.counters).toBeInstanceOf(RedisCounterStore);
+    expect(cli.counters).toBeInstanceOf(RedisCounterStore);
+
+    const key = `runtime-test:${randomUUID()}`;
+    await worker.counters.increment(key, 60_000);
+    await cli.counters.increment(key, 60_000);
+    expect((await worker.counters.peek(key)).count).toBe(2);
+    await cli.counters.reset(key);
+  });
+});
