@@ -3,6 +3,7 @@ import type { DatabaseKind } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { Executor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
+import type { ActivityLogRow } from './activity.table.ts';
 
 export type SubjectType = 'user' | 'server' | 'backup' | 'api_key';
 
@@ -39,15 +40,8 @@ export interface FeedPage {
   offset: number;
 }
 
-export interface FeedRow {
-  id: number;
-  batch: string;
-  event: string;
-  ip: string | null;
-  actor_id: string | null;
-  api_key_id: number | null;
-  properties: string;
-  timestamp: string;
+/** An entry of a feed, with the name of its actor. */
+export interface FeedRow extends ActivityLogRow {
   actor_username: string | null;
   actor_email: string | null;
   actor_first_name: string | null;

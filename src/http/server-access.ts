@@ -55,25 +55,30 @@ export const idle =
   (access) =>
     servers.assertIdle(access);
 
-/** 404 unless the path's `{backup}` is one of this server's backups. */
-export const backupOf =
-  (find: (serverId: string, reference: string) => Promise<Backup | undefined>): AccessStep =>
-  async (access, request) => {
-    const { backup } = request.params as { backup?: unknown };
-    const found = typeof backup === 'string' ? await find(access.server.id, backup) : undefined;
+/**
+ * 404 unless the path parameter `param` names something `find` finds on this server; what it
+ * finds is kept on the request for the handler.
+ */
+function pathResource<T>(
+  param: 'backup' | 'user',
+  find: (serverId: string, reference: string) => Promise<T | undefined>,
+  keep: (request: FastifyRequest, found: T) => void,
+): AccessStep {
+  return async (access, request) => {
+    const reference = (request.params as Record<string, unknown>)[param];
+    const found = typeof reference === 'string' ? await find(access.server.id, reference) : undefined;
     if (found === undefined) throw new NotFoundError();
-    request.backup = found;
+    keep(request, found);
   };
+}
+
+/** 404 unless the path's `{backup}` is one of this server's backups. */
+export const backupOf = (find: (serverId: string, reference: string) => Promise<Backup | undefined>) =>
+  pathResource('backup', find, (request, backup) => (request.backup = backup));
 
 /** 404 unless the path's `{user}` is a subuser of this server. */
-export const subuserOf =
-  (find: (serverId: string, reference: string) => Promise<Subuser | undefined>): AccessStep =>
-  async (access, request) => {
-    const { user } = request.params as { user?: unknown };
-    const found = typeof user === 'string' ? await find(access.server.id, user) : undefined;
-    if (found === undefined) throw new NotFoundError();
-    request.subuser = found;
-  };
+export const subuserOf = (find: (serverId: string, reference: string) => Promise<Subuser | undefined>) =>
+  pathResource('user', find, (request, subuser) => (request.subuser = subuser));
 
 /**
  * 403 when the subuser entry is the caller's own: nobody changes or removes their own entry (a
