@@ -7,11 +7,11 @@ import { DisplayError, ForbiddenError, NotAuthenticatedError, NotFoundError } fr
 import { sha256Hex } from '../shared/hash.ts';
 import { ipAllowed, normalizeIp } from '../shared/ip.ts';
 import { randomAlphanumeric } from '../shared/random.ts';
-import { toStoredTime, toWireTime, type Clock } from '../shared/time.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
 import type { ApiKeyRepository } from './api-key.repository.ts';
-import type { ApiKeyList, ApiKeyResource, CreateApiKeyBody, CreatedApiKey } from './api-key.schema.ts';
+import type { CreateApiKeyBody } from './api-key.schema.ts';
 import type { ApiKeyRow } from './api-key.table.ts';
 
 export const MAX_KEYS_PER_USER = 25;
@@ -20,19 +20,6 @@ const TOKEN = /^ptlc_[A-Za-z0-9]{11}[A-Za-z0-9]{32}$/;
 const LAST_USED_RESOLUTION_MS = 60_000;
 /** Compared against when no key matches, so that a miss takes as long as a wrong secret. */
 const NO_KEY_HASH = Buffer.alloc(32);
-
-export function toApiKeyResource(row: ApiKeyRow): ApiKeyResource {
-  return {
-    object: 'api_key',
-    attributes: {
-      identifier: row.identifier,
-      description: row.description,
-      allowed_ips: JSON.parse(row.allowed_ips) as string[],
-      last_used_at: toWireTime(row.last_used_at),
-      created_at: toWireTime(row.created_at),
-    },
-  };
-}
 
 export interface ApiKeyServiceDeps {
   keys: ApiKeyRepository;
@@ -45,13 +32,15 @@ export interface ApiKeyServiceDeps {
 export class ApiKeyService {
   constructor(private readonly deps: ApiKeyServiceDeps) {}
 
-  async list(actor: Actor): Promise<ApiKeyList> {
-    const rows = await this.deps.keys.listForUser(actor.user.id);
-    return { object: 'list', data: rows.map(toApiKeyResource) };
+  list(actor: Actor): Promise<ApiKeyRow[]> {
+    return this.deps.keys.listForUser(actor.user.id);
   }
 
   /** Creates a key and returns it with its secret, the only time the secret is ever shown. */
-  async create(context: AuthenticatedContext, input: CreateApiKeyBody): Promise<CreatedApiKey> {
+  async create(
+    context: AuthenticatedContext,
+    input: CreateApiKeyBody,
+  ): Promise<{ key: ApiKeyRow; secret: string; token: string }> {
     const { user } = context.actor;
     const allowedIps = [...new Set(input.allowed_ips.map((ip) => ip.trim()))];
     const secret = randomAlphanumeric(32);
@@ -85,7 +74,7 @@ export class ApiKeyService {
       );
       return { ...values, id };
     });
-    return { ...toApiKeyResource(row), meta: { secret_token: secret } };
+    return { key: row, secret, token: row.identifier + secret };
   }
 
   async delete(context: AuthenticatedContext, identifier: string): Promise<void> {

@@ -16,7 +16,7 @@ export async function bootstrapAdministrator(
     firstName: 'Administrator',
     admin: true,
   });
-  const key = await services.apiKeys.create(
+  const { token } = await services.apiKeys.create(
     { batch: randomUUID(), ip: null, userAgent: 'aerie', actor: { user, apiKeyId: null, sessionId: null } },
     { description: 'Created at first start', allowed_ips: [] },
   );
@@ -26,7 +26,7 @@ export async function bootstrapAdministrator(
       'Aerie created its first administrator. This is shown once; keep it somewhere safe.',
       `  username: ${user.username}`,
       `  password: ${password}`,
-      `  API key:  ${key.attributes.identifier}${key.meta.secret_token}`,
+      `  API key:  ${token}`,
       '',
     ].join('\n'),
   );

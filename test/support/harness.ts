@@ -91,14 +91,11 @@ export async function createApiKey(
   user: User,
   options: { allowedIps?: string[]; description?: string } = {},
 ): Promise<{ identifier: string; token: string }> {
-  const created = await app.services.apiKeys.create(contextFor(user), {
+  const { key, token } = await app.services.apiKeys.create(contextFor(user), {
     description: options.description ?? 'test key',
     allowed_ips: options.allowedIps ?? [],
   });
-  return {
-    identifier: created.attributes.identifier,
-    token: created.attributes.identifier + created.meta.secret_token,
-  };
+  return { identifier: key.identifier, token };
 }
 
 export function bearer(token: string): Record<string, string> {

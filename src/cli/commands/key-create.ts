@@ -27,13 +27,12 @@ export function keyCreateCommand(key: Command): void {
       withRuntime(async ({ services }) => {
         const owner = await services.users.findByLogin(o.user);
         if (owner === undefined) throw new ConfigError(`no user "${o.user}"`);
-        const created = await services.apiKeys.create(
+        const { key, token } = await services.apiKeys.create(
           { ...cliContext(), actor: { user: owner, apiKeyId: null, sessionId: null } },
           { description: o.description, allowed_ips: o.allowedIp },
         );
-        const token = created.attributes.identifier + created.meta.secret_token;
-        printRecord(o.json, { identifier: created.attributes.identifier, token }, [
-          `created API key ${created.attributes.identifier} for ${owner.username}`,
+        printRecord(o.json, { identifier: key.identifier, token }, [
+          `created API key ${key.identifier} for ${owner.username}`,
           `token (shown once): ${token}`,
         ]);
       }),

@@ -6,6 +6,7 @@ import {
   CreateApiKeyBodySchema,
   CreatedApiKeySchema,
 } from '../../api-keys/api-key.schema.ts';
+import { toApiKeyResource } from '../../api-keys/api-key.transform.ts';
 import type { Services } from '../../services.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 
@@ -22,7 +23,10 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
         response: { 200: ApiKeyListSchema },
       },
     },
-    (request) => apiKeys.list(authenticatedContextOf(request).actor),
+    async (request) => ({
+      object: 'list' as const,
+      data: (await apiKeys.list(authenticatedContextOf(request).actor)).map(toApiKeyResource),
+    }),
   );
 
   typed.post(
@@ -35,7 +39,10 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
         response: { 200: CreatedApiKeySchema },
       },
     },
-    (request) => apiKeys.create(authenticatedContextOf(request), request.body),
+    async (request) => {
+      const { key, secret } = await apiKeys.create(authenticatedContextOf(request), request.body);
+      return { ...toApiKeyResource(key), meta: { secret_token: secret } };
+    },
   );
 
   typed.delete(
