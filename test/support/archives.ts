@@ -19,6 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { create as tarCreate, list as tarList } from 'tar';
 import { aerieArgv, ROOT } from './aerie-process.ts';
+import type { ServerStatus } from '../../src/servers/server.table.ts';
 import type { TestApp } from './harness.ts';
 import { entryHeader, padding } from './raw-tar.ts';
 
@@ -205,7 +206,11 @@ export async function serverStatus(app: TestApp, serverId: string): Promise<stri
   return row.status;
 }
 
-export async function setServerStatus(app: TestApp, serverId: string, status: string | null): Promise<void> {
+export async function setServerStatus(
+  app: TestApp,
+  serverId: string,
+  status: ServerStatus | null,
+): Promise<void> {
   await app.db.kysely.updateTable('servers').set({ status }).where('id', '=', serverId).execute();
 }
 
