@@ -1,204 +1,38 @@
 /**
- * Hostile backups against the extraction and restore code, on real directories:
- *
- *   <root>/volumes/<uuid>/   the server volume (the extraction destination)
- *   <root>/outside/          what an attacker aims at: must never change
- *   <root>/archives/         the crafted .tar.gz files
- *
- * Archives are built byte by byte (test/support/raw-tar.ts) because ordinary archivers refuse to
- * write most of them.
+ * Hostile archives against extractArchive, on real directories (hostile-layout.ts): nothing is
+ * ever written outside the destination, links and devices are never created, and what cannot be
+ * extracted safely fails with the right reason. The ordinary behaviour is in extract.test.ts; that
+ * the verifier refuses exactly the same archives, in archive-agreement.test.ts.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import {
-  lstat,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  readlink,
-  realpath,
-  rm,
-  stat,
-  symlink,
-  chmod,
-  writeFile,
-} from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-
-import {
-  ArchiveError,
-  type ArchiveFailure,
-  type ExtractReport,
-  type SkippedEntry,
-} from '../../src/storage/archive.types.ts';
+import type { ExtractReport, SkippedEntry } from '../../src/storage/archive.types.ts';
 import { extractArchive } from '../../src/storage/extract.ts';
-import { restorePaths, stageRestore, swapIn, type RestorePaths } from '../../src/storage/restore-files.ts';
+import type { RawEntry } from '../support/raw-tar.ts';
 import {
-  rawTar,
-  writeTarGz,
-  writeZeroFileTarGz,
-  type RawEntry,
-  type TarGzOptions,
-} from '../support/raw-tar.ts';
+  archive,
+  archiveBytes,
+  archiveError,
+  exists,
+  expectFile,
+  gzipBomb,
+  KiB,
+  makeLayout,
+  MiB,
+  outsideSnapshot,
+  removeGzipBomb,
+  removeLayouts,
+  snapshot,
+  surroundings,
+  unlimited,
+  type Layout,
+} from './hostile-layout.ts';
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const GiB = 1024 * MiB;
-
-// ---------------------------------------------------------------------------------------------
-// Layout
-
-interface Layout {
-  root: string;
-  volumesDir: string;
-  uuid: string;
-  volume: string;
-  outside: string;
-  archives: string;
-}
-
-const roots: string[] = [];
-
-afterEach(async () => {
-  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-});
-
-async function makeLayout(): Promise<Layout> {
-  const root = await realpath(await mkdtemp(join(tmpdir(), 'aerie-attack-')));
-  roots.push(root);
-  const uuid = randomUUID();
-  const layout: Layout = {
-    root,
-    volumesDir: join(root, 'volumes'),
-    uuid,
-    volume: join(root, 'volumes', uuid),
-    outside: join(root, 'outside'),
-    archives: join(root, 'archives'),
-  };
-  await mkdir(layout.volume, { recursive: true });
-  await mkdir(layout.archives);
-  // The attacker's targets: a directory with a sentinel, a loose file.
-  await mkdir(join(layout.outside, 'dir'), { recursive: true });
-  await writeFile(join(layout.outside, 'dir', 'sentinel.txt'), 'sentinel: do not touch\n');
-  await writeFile(join(layout.outside, 'file.txt'), 'outside file: do not touch\n');
-  await writeFile(join(layout.outside, 'secret.txt'), 'secret: do not touch\n');
-  await chmod(join(layout.outside, 'dir'), 0o750);
-  return layout;
-}
-
-async function archive(layout: Layout, entries: readonly RawEntry[], opts?: TarGzOptions): Promise<string> {
-  const file = join(layout.archives, `${randomUUID()}.tar.gz`);
-  await writeTarGz(file, entries, opts);
-  return file;
-}
-
-async function archiveBytes(layout: Layout, data: Buffer): Promise<string> {
-  const file = join(layout.archives, `${randomUUID()}.tar.gz`);
-  await writeFile(file, data);
-  return file;
-}
-
-// A 1 GiB file of zeros (~1 MiB compressed), built once on first use and shared.
-let bombDir: string | undefined;
-let bombFile: Promise<string> | undefined;
-
-/** Entries that share names with the live volume built by `populateVolume`. */
-const overlapping: RawEntry[] = [
-  { path: 'config.yml', content: 'archive config\n' },
-  { path: 'world/', type: '5' },
-  { path: 'world/level.dat', content: 'archive level\n' },
-  { path: 'data.txt', content: 'archive data\n' },
-  { path: 'plugins/', type: '5' },
-  { path: 'plugins/x.jar', content: 'archive jar\n' },
-  { path: 'start.sh', content: '#!/bin/sh\necho archive\n', mode: 0o6777 },
-];
-
-function gzipBomb(): Promise<string> {
-  bombFile ??= (async () => {
-    bombDir = await realpath(await mkdtemp(join(tmpdir(), 'aerie-bomb-')));
-    const file = join(bombDir, 'bomb.tar.gz');
-    await writeZeroFileTarGz(file, 'bomb.bin', GiB, { before: overlapping });
-    return file;
-  })();
-  return bombFile;
-}
-
-afterAll(async () => {
-  if (bombDir !== undefined) await rm(bombDir, { recursive: true, force: true });
-});
-
-// ---------------------------------------------------------------------------------------------
-// Tree snapshots
-
-interface NodeInfo {
-  type: 'file' | 'dir' | 'symlink' | 'other';
-  mode: number;
-  size?: number;
-  sha256?: string;
-  target?: string;
-  mtimeMs?: number;
-  nlink?: number;
-}
-
-interface SnapshotOptions {
-  mtime?: boolean;
-  nlink?: boolean;
-  /** Relative paths whose subtree is left out. */
-  exclude?: readonly string[];
-}
-
-/** Every node under `dir` by relative path ('.' is `dir` itself); symlinks are never followed. */
-async function snapshot(dir: string, opts: SnapshotOptions = {}): Promise<Record<string, NodeInfo>> {
-  const out: Record<string, NodeInfo> = {};
-  async function visit(abs: string, rel: string): Promise<void> {
-    if (opts.exclude?.includes(rel)) return;
-    const st = await lstat(abs);
-    const info: NodeInfo = {
-      type: st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other',
-      mode: st.mode & 0o7777,
-    };
-    if (opts.mtime) info.mtimeMs = st.mtimeMs;
-    if (opts.nlink && !st.isDirectory()) info.nlink = st.nlink;
-    if (st.isFile()) {
-      info.size = st.size;
-      info.sha256 = createHash('sha256')
-        .update(await readFile(abs))
-        .digest('hex');
-    } else if (st.isSymbolicLink()) {
-      info.target = await readlink(abs);
-    }
-    out[rel] = info;
-    if (st.isDirectory()) {
-      for (const name of (await readdir(abs)).sort()) {
-        await visit(join(abs, name), rel === '.' ? name : `${rel}/${name}`);
-      }
-    }
-  }
-  await visit(dir, '.');
-  return out;
-}
-
-/** Snapshot of everything in the layout except the destination itself. */
-function surroundings(layout: Layout): Promise<Record<string, NodeInfo>> {
-  return snapshot(layout.root, { exclude: [`volumes/${layout.uuid}`] });
-}
-
-function outsideSnapshot(layout: Layout): Promise<Record<string, NodeInfo>> {
-  return snapshot(layout.outside, { mtime: true, nlink: true });
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
-}
+afterEach(removeLayouts);
+afterAll(removeGzipBomb);
 
 async function totalFileBytes(dir: string): Promise<number> {
   if (!(await exists(dir))) return 0;
@@ -220,21 +54,6 @@ async function snapshotSizes(dir: string): Promise<Record<string, number>> {
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Assertions
-
-/** Awaits `promise`, which must reject with an ArchiveError; returns it. */
-async function archiveError(promise: Promise<unknown>): Promise<ArchiveError> {
-  let value: unknown;
-  try {
-    value = await promise;
-  } catch (err) {
-    if (err instanceof ArchiveError) return err;
-    throw new Error(`expected an ArchiveError, got: ${String(err)}`, { cause: err });
-  }
-  throw new Error(`expected a rejection, but it resolved with ${JSON.stringify(value)}`);
-}
-
 function normalizeEntryPath(path: string): string {
   return path.replace(/^(\.\/)+/, '').replace(/\/+$/, '');
 }
@@ -244,14 +63,6 @@ function skippedAs(report: ExtractReport, path: string): SkippedEntry['kind'] | 
   if (hit !== undefined) expect(hit.reason, `reason for skipping ${path}`).toMatch(/\S/);
   return hit?.kind;
 }
-
-async function expectFile(path: string, content: string): Promise<void> {
-  const st = await lstat(path);
-  expect(st.isFile(), `${path} is a regular file`).toBe(true);
-  expect(await readFile(path, 'utf8')).toBe(content);
-}
-
-const unlimited = { maxBytes: null };
 
 // ---------------------------------------------------------------------------------------------
 
@@ -685,252 +496,4 @@ describe('extractArchive: conflicts', () => {
 
     expect(err.reason).toBe('conflict');
   });
-});
-
-// ---------------------------------------------------------------------------------------------
-
-describe('restore: stageRestore + swapIn against a live volume', () => {
-  /**
-   * A live volume with ordinary files, nested directories, and symlinks that point outside:
-   * plugins -> <outside>/dir, data.txt -> <outside>/file.txt, mods -> <outside>/dir.
-   */
-  async function populateVolume(layout: Layout): Promise<void> {
-    const v = layout.volume;
-    await writeFile(join(v, 'server.properties'), 'motd=live\n', { mode: 0o640 });
-    await writeFile(join(v, 'config.yml'), 'live config\n');
-    await writeFile(join(v, 'start.sh'), '#!/bin/sh\necho live\n', { mode: 0o755 });
-    await mkdir(join(v, 'world', 'region'), { recursive: true });
-    await writeFile(join(v, 'world', 'level.dat'), randomBytes(4 * KiB));
-    await writeFile(join(v, 'world', 'region', 'r.0.0.mca'), randomBytes(16 * KiB));
-    await mkdir(join(v, 'logs'), { mode: 0o700 });
-    await chmod(join(v, 'logs'), 0o700);
-    await symlink(join(layout.outside, 'dir'), join(v, 'plugins'));
-    await symlink(join(layout.outside, 'file.txt'), join(v, 'data.txt'));
-    await symlink(join(layout.outside, 'dir'), join(v, 'mods'));
-  }
-
-  let jobId = 0;
-
-  async function setup(): Promise<{ layout: Layout; paths: RestorePaths }> {
-    const layout = await makeLayout();
-    await populateVolume(layout);
-    jobId += 1;
-    const paths = restorePaths(layout.volumesDir, layout.uuid, jobId);
-    expect(paths.volume).toBe(layout.volume);
-    return { layout, paths };
-  }
-
-  it('merge (truncate false): leaves the live volume untouched until swapIn, then keeps live files and archive wins', async () => {
-    const { layout, paths } = await setup();
-    const file = await archive(layout, [
-      { path: 'config.yml', content: 'archive config\n' },
-      { path: 'world/', type: '5' },
-      { path: 'world/level.dat', content: 'archive level\n' },
-      { path: 'new.txt', content: 'new\n' },
-    ]);
-    const live = await snapshot(layout.volume);
-    const beforeOutside = await outsideSnapshot(layout);
-
-    await stageRestore(paths, file, { truncate: false, maxBytes: null });
-    expect(await snapshot(layout.volume)).toEqual(live);
-
-    await swapIn(paths);
-
-    const v = layout.volume;
-    await expectFile(join(v, 'config.yml'), 'archive config\n');
-    await expectFile(join(v, 'world', 'level.dat'), 'archive level\n');
-    await expectFile(join(v, 'new.txt'), 'new\n');
-    await expectFile(join(v, 'server.properties'), 'motd=live\n');
-    expect(await readFile(join(v, 'world', 'region', 'r.0.0.mca'))).toHaveLength(16 * KiB);
-    expect(await exists(paths.staging)).toBe(false);
-    expect(await exists(paths.retired)).toBe(false);
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-  });
-
-  it('merge: a live symlink to an outside directory is never followed (archive has plugins/x.jar)', async () => {
-    const { layout, paths } = await setup();
-    const file = await archive(layout, [
-      { path: 'plugins/', type: '5' },
-      { path: 'plugins/x.jar', content: 'jar\n' },
-    ]);
-    const beforeOutside = await outsideSnapshot(layout);
-
-    await stageRestore(paths, file, { truncate: false, maxBytes: null });
-    await swapIn(paths);
-
-    // The outside directory: no x.jar, sentinel intact, same mode and mtime, no extra hard links.
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-    expect(await exists(join(layout.outside, 'dir', 'x.jar'))).toBe(false);
-    // The volume's plugins is now a real directory with the archive's content only.
-    const plugins = join(layout.volume, 'plugins');
-    expect((await lstat(plugins)).isDirectory()).toBe(true);
-    await expectFile(join(plugins, 'x.jar'), 'jar\n');
-    expect(await exists(join(plugins, 'sentinel.txt'))).toBe(false);
-  });
-
-  it('merge: a live symlink data.txt -> outside file is replaced, the outside file is unchanged', async () => {
-    const { layout, paths } = await setup();
-    const file = await archive(layout, [{ path: 'data.txt', content: 'archive data\n' }]);
-    const beforeOutside = await outsideSnapshot(layout);
-
-    await stageRestore(paths, file, { truncate: false, maxBytes: null });
-    await swapIn(paths);
-
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-    await expectFile(join(layout.outside, 'file.txt'), 'outside file: do not touch\n');
-    await expectFile(join(layout.volume, 'data.txt'), 'archive data\n');
-  });
-
-  it('merge: a live symlinked directory the archive does not mention is not descended into', async () => {
-    const { layout, paths } = await setup();
-    const file = await archive(layout, [{ path: 'new.txt', content: 'new\n' }]);
-    const beforeOutside = await outsideSnapshot(layout);
-
-    await stageRestore(paths, file, { truncate: false, maxBytes: null });
-    await swapIn(paths);
-
-    // Hard-linking the outside sentinel into the volume would hand the server a writable alias.
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-    expect((await stat(join(layout.outside, 'dir', 'sentinel.txt'))).nlink).toBe(1);
-    const mods = join(layout.volume, 'mods');
-    if (await exists(mods))
-      expect((await lstat(mods)).isDirectory(), 'mods became a real directory').toBe(false);
-    await expectFile(join(layout.volume, 'new.txt'), 'new\n');
-  });
-
-  it('truncate: the old volume is deleted after the swap by removing its links, not their targets', async () => {
-    const { layout, paths } = await setup();
-    const file = await archive(layout, [
-      { path: 'plugins/', type: '5' },
-      { path: 'plugins/x.jar', content: 'jar\n' },
-      { path: 'data.txt', content: 'archive data\n' },
-    ]);
-    const beforeOutside = await outsideSnapshot(layout);
-    const live = await snapshot(layout.volume);
-
-    await stageRestore(paths, file, { truncate: true, maxBytes: null });
-    expect(await snapshot(layout.volume)).toEqual(live);
-    await swapIn(paths);
-
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-    await expectFile(join(layout.outside, 'dir', 'sentinel.txt'), 'sentinel: do not touch\n');
-    expect(Object.keys(await snapshot(layout.volume)).sort()).toEqual(
-      ['.', 'data.txt', 'plugins', 'plugins/x.jar'].sort(),
-    );
-    expect((await lstat(join(layout.volume, 'plugins'))).isDirectory()).toBe(true);
-    expect(await exists(paths.staging)).toBe(false);
-    expect(await exists(paths.retired)).toBe(false);
-  });
-
-  interface FailureCase {
-    name: string;
-    reason: ArchiveFailure;
-    maxBytes?: number;
-    write: (layout: Layout) => Promise<string>;
-  }
-
-  const failures: FailureCase[] = [
-    {
-      name: 'a ".." entry after entries that overlap the live volume',
-      reason: 'unsafe-path',
-      write: (layout) =>
-        archive(layout, [...overlapping, { path: '../../outside/escape.txt', content: 'x\n' }]),
-    },
-    {
-      name: 'random bytes',
-      reason: 'corrupt',
-      write: (layout) => archiveBytes(layout, randomBytes(32 * KiB)),
-    },
-    {
-      name: 'a gzip of non-tar garbage',
-      reason: 'corrupt',
-      write: (layout) => archiveBytes(layout, gzipSync(randomBytes(32 * KiB))),
-    },
-    {
-      name: 'a tar truncated in the middle of a file',
-      reason: 'corrupt',
-      write: (layout) => {
-        const head = rawTar(overlapping, { endBlocks: 0 }).length;
-        return archive(layout, [...overlapping, { path: 'big.bin', content: randomBytes(64 * KiB) }], {
-          truncateTarAt: head + 512 + 10 * KiB,
-        });
-      },
-    },
-    {
-      name: 'a header with a wrong checksum',
-      reason: 'corrupt',
-      write: (layout) =>
-        archive(layout, [
-          ...overlapping,
-          { path: 'bad.txt', content: 'bad\n', checksum: 'wrong' },
-          { path: 'later.txt', content: 'later\n' },
-        ]),
-    },
-    {
-      name: 'a gzip stream cut short',
-      reason: 'corrupt',
-      write: async (layout) => {
-        const whole = await archive(layout, [
-          ...overlapping,
-          { path: 'big.bin', content: randomBytes(128 * KiB) },
-        ]);
-        const gz = await readFile(whole);
-        await rm(whole);
-        return archiveBytes(layout, gz.subarray(0, Math.floor(gz.length * 0.7)));
-      },
-    },
-    {
-      name: 'a gzip bomb over the disk limit',
-      reason: 'disk-limit',
-      maxBytes: 10 * MiB,
-      write: () => gzipBomb(),
-    },
-    {
-      name: 'a path under a regular file of the archive',
-      reason: 'conflict',
-      write: (layout) =>
-        archive(layout, [
-          ...overlapping,
-          { path: 'a', content: 'file\n' },
-          { path: 'a/b', content: 'under a file\n' },
-        ]),
-    },
-  ];
-
-  it('failing stageRestore in the merge phase (backup fits, backup + kept live files do not) leaves the live volume identical', async () => {
-    const { layout, paths } = await setup();
-    // 4 KiB + 4 bytes for the backup; the live volume adds over 20 KiB of content plus entries.
-    const file = await archive(layout, [{ path: 'new.txt', content: 'new\n' }]);
-    const live = await snapshot(layout.volume);
-    const beforeOutside = await outsideSnapshot(layout);
-
-    const err = await archiveError(stageRestore(paths, file, { truncate: false, maxBytes: 24 * KiB }));
-
-    expect(err.reason).toBe('disk-limit');
-    expect(await snapshot(layout.volume)).toEqual(live);
-    expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-    expect(await exists(paths.staging), 'staging directory left behind').toBe(false);
-    expect(await exists(paths.retired)).toBe(false);
-  });
-
-  for (const truncate of [false, true]) {
-    for (const failure of failures) {
-      it(`failing stageRestore (truncate ${truncate}, ${failure.name}) leaves the live volume identical and removes staging`, async () => {
-        const { layout, paths } = await setup();
-        const file = await failure.write(layout);
-        const live = await snapshot(layout.volume);
-        const beforeOutside = await outsideSnapshot(layout);
-
-        const err = await archiveError(
-          stageRestore(paths, file, { truncate, maxBytes: failure.maxBytes ?? null }),
-        );
-
-        expect(err.reason).toBe(failure.reason);
-        expect(await snapshot(layout.volume)).toEqual(live);
-        expect(await outsideSnapshot(layout)).toEqual(beforeOutside);
-        expect(await exists(paths.staging), 'staging directory left behind').toBe(false);
-        expect(await exists(paths.retired)).toBe(false);
-      });
-    }
-  }
 });

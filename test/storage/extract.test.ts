@@ -1,3 +1,8 @@
+/**
+ * extractArchive on ordinary archives and on simple refusals: content, modes, times, skipped
+ * entries, long paths, damage, the disk limit, progress. Crafted hostile archives against real
+ * directories are in extract-attacks.test.ts.
+ */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -6,8 +11,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Header, Pax, type HeaderData } from 'tar';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArchiveError, type ArchiveFailure, type Progress } from './archive.types.ts';
-import { extractArchive } from './extract.ts';
+import { ArchiveError, type ArchiveFailure, type Progress } from '../../src/storage/archive.types.ts';
+import { extractArchive } from '../../src/storage/extract.ts';
 
 const MiB = 1024 * 1024;
 const MTIME = new Date('2024-03-01T12:00:00Z');
