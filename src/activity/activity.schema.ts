@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../shared/page.ts';
+import { pagedListSchema, pageQuery } from '../shared/page.ts';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 
@@ -77,9 +77,5 @@ export const ActivityLogResourceSchema = Type.Object({
 });
 export type ActivityLogResource = Static<typeof ActivityLogResourceSchema>;
 
-export const ActivityListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(ActivityLogResourceSchema),
-  meta: Type.Object({ pagination: PaginationSchema }),
-});
+export const ActivityListSchema = pagedListSchema(ActivityLogResourceSchema);
 export type ActivityList = Static<typeof ActivityListSchema>;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { listSchema } from '../shared/page.ts';
 
 export const ApiKeyResourceSchema = Type.Object({
   object: Type.Literal('api_key'),
@@ -12,10 +13,7 @@ export const ApiKeyResourceSchema = Type.Object({
 });
 export type ApiKeyResource = Static<typeof ApiKeyResourceSchema>;
 
-export const ApiKeyListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(ApiKeyResourceSchema),
-});
+export const ApiKeyListSchema = listSchema(ApiKeyResourceSchema);
 export type ApiKeyList = Static<typeof ApiKeyListSchema>;
 
 export const CreatedApiKeySchema = Type.Object({

@@ -61,15 +61,7 @@ export class ApiKeyService {
       const id = await this.deps.keys.insert(values, trx);
       await this.deps.activity.record(
         context,
-        {
-          event: 'user:api-key.create',
-          actor: context.actor,
-          properties: { identifier: values.identifier },
-          subjects: [
-            { type: 'user', id: user.id },
-            { type: 'api_key', id: String(id) },
-          ],
-        },
+        keyEntry(context, 'user:api-key.create', { ...values, id }),
         trx,
       );
       return { ...values, id };
@@ -83,19 +75,7 @@ export class ApiKeyService {
       const row = await this.deps.keys.findByIdentifier(identifier, trx);
       if (row === undefined || row.user_id !== user.id) throw new NotFoundError();
       await this.deps.keys.delete(row.id, trx);
-      await this.deps.activity.record(
-        context,
-        {
-          event: 'user:api-key.delete',
-          actor: context.actor,
-          properties: { identifier: row.identifier },
-          subjects: [
-            { type: 'user', id: user.id },
-            { type: 'api_key', id: String(row.id) },
-          ],
-        },
-        trx,
-      );
+      await this.deps.activity.record(context, keyEntry(context, 'user:api-key.delete', row), trx);
     });
   }
 
@@ -145,4 +125,21 @@ export class ApiKeyService {
       if ((await this.deps.keys.findByIdentifier(identifier, trx)) === undefined) return identifier;
     }
   }
+}
+
+/** The audit entry of a change to one of the caller's keys: about the user and about the key. */
+function keyEntry(
+  context: AuthenticatedContext,
+  event: 'user:api-key.create' | 'user:api-key.delete',
+  key: { id: number; identifier: string },
+) {
+  return {
+    event,
+    actor: context.actor,
+    properties: { identifier: key.identifier },
+    subjects: [
+      { type: 'user' as const, id: context.actor.user.id },
+      { type: 'api_key' as const, id: String(key.id) },
+    ],
+  };
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../shared/page.ts';
+import { pagedListSchema, pageQuery } from '../shared/page.ts';
 import { ServerParamsSchema } from '../servers/server.schema.ts';
 import { IGNORED_LIMITS } from './ignore-patterns.ts';
 
@@ -40,11 +40,7 @@ export const BackupListQuerySchema = Type.Object({
 });
 export type BackupListQuery = Static<typeof BackupListQuerySchema>;
 
-export const BackupListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(BackupResourceSchema),
-  meta: Type.Object({ pagination: PaginationSchema, backup_count: Type.Integer() }),
-});
+export const BackupListSchema = pagedListSchema(BackupResourceSchema, { backup_count: Type.Integer() });
 export type BackupList = Static<typeof BackupListSchema>;
 
 export const CreateBackupBodySchema = Type.Object({

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Executor } from '../db/executor.ts';
+import { lockRow } from '../db/row-lock.ts';
 import type { ServerRow, ServerStatus, SubuserRow } from './server.table.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -112,11 +112,7 @@ export class ServerRepository {
   }
 
   /** Holds the server's row for the rest of the transaction (see UserRepository.lock). */
-  async lock(id: string, db: Executor): Promise<void> {
-    await db
-      .updateTable('servers')
-      .set({ updated_at: sql`updated_at` })
-      .where('id', '=', id)
-      .execute();
+  lock(id: string, db: Executor): Promise<void> {
+    return lockRow(db, 'servers', id);
   }
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PaginationSchema, pageQuery } from '../shared/page.ts';
+import { pagedListSchema, pageQuery } from '../shared/page.ts';
 import { SERVER_STATUSES } from './server.table.ts';
 
 export const ServerResourceSchema = Type.Object({
@@ -48,11 +48,7 @@ export const ServerListQuerySchema = Type.Object({
 });
 export type ServerListQuery = Static<typeof ServerListQuerySchema>;
 
-export const ServerListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(ServerResourceSchema),
-  meta: Type.Object({ pagination: PaginationSchema }),
-});
+export const ServerListSchema = pagedListSchema(ServerResourceSchema);
 export type ServerList = Static<typeof ServerListSchema>;
 
 export const ServerParamsSchema = Type.Object({

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { listSchema } from '../shared/page.ts';
 import { SUBUSER_PERMISSIONS } from './permissions.ts';
 
 /** One of SUBUSER_PERMISSIONS; anything else fails validation as `permissions.N` (rule `in`). */
@@ -26,10 +27,7 @@ export const SubuserResourceSchema = Type.Object({
 });
 export type SubuserResource = Static<typeof SubuserResourceSchema>;
 
-export const SubuserListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(SubuserResourceSchema),
-});
+export const SubuserListSchema = listSchema(SubuserResourceSchema);
 export type SubuserList = Static<typeof SubuserListSchema>;
 
 export const SubuserParamsSchema = Type.Object({

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 
 /** One page of a listing, as a service returns it; the HTTP layer makes the wire envelope. */
 export interface Page<T> {
@@ -46,4 +46,21 @@ export function pageQuery(perPage: { default: number; maximum: number }) {
     per_page: Type.Integer({ minimum: 1, maximum: perPage.maximum, default: perPage.default }),
     page: Type.Integer({ minimum: 1, maximum: 2147483647, default: 1 }),
   };
+}
+
+/** The schema of a paginated listing of `item`: `{object: "list", data, meta: {pagination, …meta}}`. */
+export function pagedListSchema<T extends TSchema, M extends TProperties = Record<never, never>>(
+  item: T,
+  meta?: M,
+) {
+  return Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    meta: Type.Object({ pagination: PaginationSchema, ...(meta ?? ({} as M)) }),
+  });
+}
+
+/** The schema of a listing that is never paginated: `{object: "list", data}`. */
+export function listSchema<T extends TSchema>(item: T) {
+  return Type.Object({ object: Type.Literal('list'), data: Type.Array(item) });
 }

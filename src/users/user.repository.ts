@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { DatabaseKind } from '../config.ts';
 import type { Executor } from '../db/executor.ts';
+import { lockRow } from '../db/row-lock.ts';
 import { insertReturningId } from '../db/insert-id.ts';
 import type { NewUserRow, UserRow } from './user.table.ts';
 
@@ -51,11 +51,7 @@ export class UserRepository {
    * serialises: a row lock on PostgreSQL and MariaDB, the write lock on SQLite). Used to make
    * check-then-insert sequences such as the API key limit safe under concurrency.
    */
-  async lock(id: string, db: Executor): Promise<void> {
-    await db
-      .updateTable('users')
-      .set({ updated_at: sql`updated_at` })
-      .where('id', '=', id)
-      .execute();
+  lock(id: string, db: Executor): Promise<void> {
+    return lockRow(db, 'users', id);
   }
 }
