@@ -1,11 +1,11 @@
 /**
- * Contract between the archive code (extract, create) and the restore job.
+ * Contract between the archive code (read, verify, extract, create) and the restore job.
  * Every failure that a user should read about is an ArchiveError with a stable `reason`.
  */
 export type ArchiveFailure =
   | 'not-found' // the archive file does not exist
   | 'checksum-mismatch' // its SHA-256 differs from the backup record
-  | 'corrupt' // gzip or tar data is damaged or truncated
+  | 'corrupt' // not a tar compressed once with gzip, or its gzip or tar data is damaged or truncated
   | 'unsafe-path' // an entry path has a `..` component or is otherwise unusable
   | 'disk-limit' // extracting would exceed the server's disk limit or the free space
   | 'conflict' // the archive contradicts itself (e.g. `a` is a file and `a/b` an entry)

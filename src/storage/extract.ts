@@ -2,17 +2,16 @@
  * Extracts a backup (.tar.gz) into a fresh, empty directory.
  *
  * Only regular files and directories are ever created; links, devices and other kinds are reported
- * in `skipped`. Entry paths are confined to the destination, the disk limit and the free space are
- * enforced while data streams in, and any damage to the gzip or tar data fails the whole restore.
+ * in `skipped`. The archive is read by archive-reader.ts, which refuses unsafe or too long paths,
+ * contradictory entries and damaged data exactly as `aerie backup import` does; this file writes
+ * what it hands on, within the disk limit and the free space, enforced while data streams in.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, constants as fsc } from 'node:fs';
+import { constants as fsc } from 'node:fs';
 import { lstat, open, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
-import { Parser, type ReadEntry } from 'tar';
+import type { ReadEntry } from 'tar';
+import { readArchive, type ArchiveEntry } from './archive-reader.ts';
 import {
   ArchiveError,
   type ArchiveFailure,
@@ -28,27 +27,9 @@ import { DirectoryRoot } from './directory-root.ts';
 export const ENTRY_COST = 4096;
 const FREE_SPACE_RESERVE = 64 * 1024 * 1024;
 const PROGRESS_INTERVAL_MS = 250;
-const MAX_COMPONENT_BYTES = 255;
-/** Longest entry path, counted as the archive writes it (not where it is staged on disk). */
-const MAX_PATH_BYTES = 4096;
 const MAX_SKIPPED_LISTED = 1000;
 const WRITE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW;
 const DIR_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
-
-type EntryKind = 'file' | 'directory' | SkippedEntry['kind'];
-
-const KINDS: Record<string, EntryKind> = {
-  File: 'file',
-  OldFile: 'file',
-  ContiguousFile: 'file',
-  Directory: 'directory',
-  GNUDumpDir: 'directory',
-  SymbolicLink: 'symlink',
-  Link: 'hardlink',
-  CharacterDevice: 'character-device',
-  BlockDevice: 'block-device',
-  FIFO: 'fifo',
-};
 
 export async function extractArchive(
   archivePath: string,
@@ -61,27 +42,16 @@ export async function extractArchive(
   const root = await DirectoryRoot.open(destination);
   try {
     const extraction = new Extraction(root, budget, onProgress);
-    const archiveSha256 = await readArchive(archivePath, extraction, limits.signal);
-    return { ...(await extraction.finish()), archiveSha256 };
+    // The archive's checksum is taken on the same read: one pass over the file, not two.
+    const hash = createHash('sha256');
+    await readArchive(archivePath, (entry) => extraction.entry(entry), {
+      ...(limits.signal ? { signal: limits.signal } : {}),
+      onFileData: (chunk) => hash.update(chunk),
+    });
+    return { ...(await extraction.finish()), archiveSha256: hash.digest('hex') };
   } finally {
     await root.close();
   }
-}
-
-/** Maps an entry path to a path relative to the destination ('' = the destination itself). */
-function relativeEntryPath(raw: string): string {
-  if (raw.includes('\0')) throw new ArchiveError('unsafe-path', 'entry path contains a NUL byte', raw);
-  const parts = raw.split('/').filter((part) => part !== '' && part !== '.');
-  if (parts.includes('..'))
-    throw new ArchiveError('unsafe-path', `entry path ${shownPath(raw)} leaves the volume`, raw);
-  const rel = parts.join('/');
-  if (
-    parts.some((part) => Buffer.byteLength(part) > MAX_COMPONENT_BYTES) ||
-    Buffer.byteLength(rel) > MAX_PATH_BYTES
-  ) {
-    throw new ArchiveError('name-too-long', `entry path ${shownPath(raw)} is too long`, raw);
-  }
-  return rel;
 }
 
 interface Budget {
@@ -111,24 +81,15 @@ class Extraction {
     private readonly onProgress?: (p: Progress) => void,
   ) {}
 
-  /** Handles one entry, including those the parser discards itself (unknown types, huge headers). */
-  async entry(entry: ReadEntry, cancelled: Promise<never>): Promise<void> {
-    if (entry.meta) throw new ArchiveError('name-too-long', 'an extended header is over 1 MiB', entry.path);
-    if (!Number.isSafeInteger(entry.size) || entry.size < 0)
-      throw corrupt(`invalid size for ${shownPath(entry.path)}`);
-    const rel = relativeEntryPath(entry.path);
-    const kind = KINDS[entry.type] ?? 'other';
-    if (kind === 'file' && rel !== '') return this.writeFile(rel, entry, cancelled);
-    entry.resume(); // drain whatever body the entry has; it is never written
-    if (kind === 'directory') return rel === '' ? undefined : this.makeDirectory(rel, entry);
-    this.charge(entry.size);
+  /** Writes one entry the reader has checked, or reports it skipped. */
+  async entry({ rel, kind, tar, readBody }: ArchiveEntry): Promise<void> {
+    if (kind === 'file' && rel !== '') return this.writeFile(rel, tar, readBody);
+    tar.resume(); // drain whatever body the entry has; it is never written
+    if (kind === 'directory') return rel === '' ? undefined : this.makeDirectory(rel, tar);
+    this.charge(tar.size);
     const reason =
-      rel === ''
-        ? 'targets the volume root'
-        : kind === 'other'
-          ? `unsupported type ${entry.type}`
-          : undefined;
-    this.skip(rel || entry.path, kind === 'file' ? 'other' : kind, reason);
+      rel === '' ? 'targets the volume root' : kind === 'other' ? `unsupported type ${tar.type}` : undefined;
+    this.skip(rel || tar.path, kind === 'file' ? 'other' : kind, reason);
   }
 
   async finish(): Promise<ExtractReport> {
@@ -146,12 +107,12 @@ class Extraction {
     return this.report;
   }
 
-  private async writeFile(rel: string, entry: ReadEntry, cancelled: Promise<never>): Promise<void> {
+  private async writeFile(rel: string, entry: ReadEntry, readBody: ArchiveEntry['readBody']): Promise<void> {
     this.charge(ENTRY_COST);
     if (this.used + entry.size > this.budget.limit) throw this.overLimit(rel);
     const handle = await this.createFile(rel);
     try {
-      await readBody(entry, cancelled, async (chunk) => {
+      await readBody(async (chunk) => {
         this.charge(chunk.length, rel);
         await writeFully(handle, chunk);
         this.report.bytes += chunk.length;
@@ -233,106 +194,6 @@ class Extraction {
   }
 }
 
-/**
- * Streams the archive through gunzip and the tar parser, handing entries to `extraction` one at a
- * time. The parser is held back while an entry is being written, so memory stays flat. Resolves
- * once every entry has been handled; rejects with the first failure, after every stream and file
- * handle has been released.
- */
-/** Streams the archive through the extraction; resolves with the SHA-256 of the archive file. */
-async function readArchive(
-  archivePath: string,
-  extraction: Extraction,
-  signal?: AbortSignal,
-): Promise<string> {
-  const input = createReadStream(archivePath);
-  // The archive's checksum is taken on the same read: one pass over the file, not two.
-  const hash = createHash('sha256');
-  input.on('data', (chunk) => hash.update(chunk));
-  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
-  const parser = new Parser({ zstd: false, brotli: false });
-  const outcome: { failure: Error | null } = { failure: null };
-  let cancel: (err: unknown) => void = () => {};
-  const cancelled = new Promise<never>((_resolve, reject) => (cancel = reject));
-  cancelled.catch(() => {});
-  let work = Promise.resolve();
-  let tarBytes = 0;
-  let entries = 0;
-  let sawNullBlock = false;
-
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      tarBytes += chunk.length;
-      if (parser.write(chunk)) done();
-      else parser.once('drain', () => done());
-    },
-    final(done) {
-      parser.once('end', () => done());
-      parser.end();
-    },
-  });
-  const fail = (err: unknown): void => {
-    if (outcome.failure !== null) return;
-    outcome.failure = err instanceof Error ? err : new Error(String(err));
-    cancel(outcome.failure);
-    sink.destroy(outcome.failure);
-  };
-  const enqueue = (task: () => unknown): void => {
-    work = work.then(() => (outcome.failure === null ? task() : undefined)).then(undefined, fail);
-  };
-
-  const abort = (): void => fail(signal?.reason ?? new Error('the extraction was aborted'));
-  signal?.addEventListener('abort', abort, { once: true });
-  input.on('error', (err) => fail(inputFailure(err)));
-  gunzip.on('error', (err) => fail(corrupt(`gzip data is damaged: ${err.message}`)));
-  for (const event of ['entry', 'ignoredEntry']) {
-    parser.on(event, (entry: ReadEntry) => {
-      entries += 1;
-      enqueue(() => extraction.entry(entry, cancelled));
-    });
-  }
-  for (const event of ['nullBlock', 'eof']) parser.on(event, () => (sawNullBlock = true));
-  parser.on('warn', (code: string, message: string) => {
-    // A tar made only of end-of-archive blocks (or nothing at all) is a valid, empty archive.
-    const empty = code === 'TAR_BAD_ARCHIVE' && entries === 0 && (tarBytes === 0 || sawNullBlock);
-    if (!empty || !/unrecognized archive format/i.test(message))
-      fail(corrupt(`tar data is damaged: ${message}`));
-  });
-  parser.on('error', (err: Error) => fail(corrupt(`tar data is damaged: ${err.message}`)));
-
-  try {
-    await pipeline(input, gunzip, sink);
-  } catch (err) {
-    fail(err);
-  }
-  await work;
-  signal?.removeEventListener('abort', abort);
-  if (!input.closed) await new Promise<void>((resolve) => input.once('close', () => resolve()));
-  if (outcome.failure !== null) throw outcome.failure;
-  return hash.digest('hex');
-}
-
-/**
- * Hands an entry's content to `onChunk` one chunk at a time, pausing the entry (and so the parser)
- * until each chunk has been written. Settles once the last chunk is written, or when cancelled.
- */
-function readBody(
-  entry: ReadEntry,
-  cancelled: Promise<never>,
-  onChunk: (chunk: Buffer) => Promise<void>,
-): Promise<void> {
-  const body = new Promise<void>((resolve, reject) => {
-    let pending = Promise.resolve();
-    entry.on('data', (chunk: Buffer) => {
-      entry.pause();
-      pending = onChunk(chunk);
-      pending.then(() => entry.resume(), reject);
-    });
-    entry.once('end', () => pending.then(resolve, reject));
-  });
-  return Promise.race([body, cancelled]);
-}
-
 async function writeFully(handle: FileHandle, chunk: Buffer): Promise<void> {
   let offset = 0;
   while (offset < chunk.length) {
@@ -355,14 +216,6 @@ const FS_FAILURES: Record<string, [ArchiveFailure, string]> = {
 function fsFailure(err: unknown, rel: string): unknown {
   const known = FS_FAILURES[errorCode(err) ?? ''];
   return known ? new ArchiveError(known[0], `${shownPath(rel)} ${known[1]}`, rel) : err;
-}
-
-function inputFailure(err: unknown): unknown {
-  return errorCode(err) === 'ENOENT' ? new ArchiveError('not-found', 'the archive file does not exist') : err;
-}
-
-function corrupt(message: string): ArchiveError {
-  return new ArchiveError('corrupt', message);
 }
 
 function errorCode(err: unknown): string | undefined {

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeTarGz } from '../../test/support/raw-tar.ts';
+import { zstdFrame } from '../../test/storage/hostile-archives.ts';
+import { rawTar, rawTarGz, writeTarGz } from '../../test/support/raw-tar.ts';
 import { extractArchive } from './extract.ts';
 import { verifyArchive } from './verify-archive.ts';
 
@@ -39,5 +41,47 @@ describe('verifyArchive', () => {
     const file = path.join(dir, 'empty.tar.gz');
     await writeTarGz(file, []);
     expect(await verifyArchive(file)).toEqual({ files: 0, bytes: 0 });
+    // Even a gzip stream of nothing: a tar of no bytes holds no entries, as a restore reads it.
+    fs.writeFileSync(file, gzipSync(Buffer.alloc(0)));
+    expect(await verifyArchive(file)).toEqual({ files: 0, bytes: 0 });
   });
+
+  it('counts the files a restore would write, and their bytes', async () => {
+    const file = path.join(dir, 'mixed.tar.gz');
+    await writeTarGz(file, [
+      { path: './' },
+      { path: 'world/' },
+      { path: 'world/level.dat', content: 'level' },
+      { path: 'link', type: '2', linkname: 'world' },
+      { path: 'pipe', type: '6' },
+    ]);
+    const seen: unknown[] = [];
+    expect(await verifyArchive(file, (p) => seen.push({ ...p }))).toEqual({ files: 1, bytes: 5 });
+    expect(seen).toEqual([{ files: 1, bytes: 5 }]);
+  });
+
+  it('refuses what a restore refuses, with the same reason', async () => {
+    const file = path.join(dir, 'escape.tar.gz');
+    await writeTarGz(file, [...entries, { path: '../escape.txt', content: 'x' }]);
+    await expect(verifyArchive(file)).rejects.toMatchObject({
+      reason: 'unsafe-path',
+      message: 'entry path ../escape.txt leaves the volume',
+    });
+  });
+
+  const notGzippedTars: [string, Buffer, RegExp][] = [
+    ['an uncompressed tar', rawTar(entries), /a tar without gzip compression/],
+    ['a zstd-compressed tar', zstdFrame(rawTar(entries)), /compressed with zstd, not gzip/],
+    ['a tar compressed twice', gzipSync(rawTarGz(entries)), /compressed twice/],
+    ['zstd inside gzip', gzipSync(zstdFrame(rawTar(entries))), /holds zstd-compressed data/],
+    ['brotli (no signature to tell)', brotliCompressSync(rawTar(entries)), /gzip data is damaged/],
+    ['an empty file', Buffer.alloc(0), /the archive file is empty/],
+  ];
+  for (const [name, data, message] of notGzippedTars) {
+    it(`refuses ${name}, saying what it is`, async () => {
+      const file = path.join(dir, 'not-gzipped.tar.gz');
+      fs.writeFileSync(file, data);
+      await expect(verifyArchive(file)).rejects.toMatchObject({ reason: 'corrupt', message });
+    });
+  }
 });

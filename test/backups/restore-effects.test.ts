@@ -25,7 +25,7 @@ import {
   writeTree,
   type TreeSpec,
 } from '../support/archives.ts';
-import { writeTarGz } from '../support/raw-tar.ts';
+import { rawTarGz, writeTarGz } from '../support/raw-tar.ts';
 import {
   createApiKey,
   createServer,
@@ -216,16 +216,17 @@ const FAILURES: Record<
     breakIt: ({ archive }) => rm(archive),
     reason: /missing|not exist|no longer/i,
   },
+  // `backup import` refuses such an archive, so it is put in place of a stored backup instead.
   'an entry that leaves the volume': {
-    breakIt: async () => {},
-    archive: async () => {
-      const file = path.join(work, `escape-${randomBytes(4).toString('hex')}.tar.gz`);
-      await writeTarGz(file, [
-        { path: 'ok.txt', content: 'fine' },
-        { path: '../escape.txt', content: 'escaped' },
-      ]);
-      return file;
-    },
+    breakIt: ({ backupId, archive }) =>
+      replaceKeepingChecksum(
+        archive,
+        backupId,
+        rawTarGz([
+          { path: 'ok.txt', content: 'fine' },
+          { path: '../escape.txt', content: 'escaped' },
+        ]),
+      ),
     reason: /leaves the volume|unsafe/i,
   },
   'a backup larger than the disk limit': {
@@ -351,12 +352,16 @@ describe('a path as long as an archive may hold (4,090 bytes)', () => {
     expect(filesUnder(server.volume)).toEqual([`${deep} 4 640`, 'live.txt 4 644', 'top.txt 3 644']);
 
     // A backup with a hostile entry after the deep one fails, and its staging tree is removed.
-    const hostile = path.join(work, 'deep-hostile.tar.gz');
-    await writeTarGz(hostile, [
-      { path: deepPath(4090, 'g'), content: 'deep' },
-      { path: '../escape.txt', content: 'x' },
-    ]);
-    const bad = await importBackup(app, server.id, hostile, 'hostile');
+    // (`backup import` refuses it, so it takes the place of a stored backup.)
+    const bad = await importBackup(app, server.id, backup.archive, 'hostile');
+    await replaceKeepingChecksum(
+      storedArchive(app, server.id, bad.uuid),
+      bad.uuid,
+      rawTarGz([
+        { path: deepPath(4090, 'g'), content: 'deep' },
+        { path: '../escape.txt', content: 'x' },
+      ]),
+    );
     const failedBatch = await restore(server.id, bad.uuid, true);
     const failed = (await activityOfServer(app, server.id)).filter((e) => e.batch === failedBatch).at(-1);
     expect(failed?.event).toBe('server:backup.restore-failed');
@@ -371,9 +376,9 @@ describe('a path as long as an archive may hold (4,090 bytes)', () => {
   });
 
   it('one byte over 4096 fails as too long, with a short reason', async () => {
-    const file = path.join(work, 'too-deep.tar.gz');
-    await writeTarGz(file, [{ path: deepPath(4097), content: 'x' }]);
-    const { server, backupId } = await liveServer({ archive: file });
+    // `backup import` refuses such an archive, so it takes the place of a stored backup.
+    const { server, backupId, archive } = await liveServer();
+    await replaceKeepingChecksum(archive, backupId, rawTarGz([{ path: deepPath(4097), content: 'x' }]));
     const before = await snapshot(server.volume, { mtimes: true });
     const batch = await restore(server.id, backupId, true);
     const failed = await expectCleanFinish(server.id, batch, 'failed');
