@@ -109,7 +109,7 @@ export function createServices({
     jobs,
     activity,
     storage,
-    signer: new DownloadSigner(loadAppKey(config.appKey, config.dataDir)),
+    signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
     transaction,
     clock,
     logger,

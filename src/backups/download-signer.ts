@@ -12,7 +12,10 @@ export interface DownloadGrant {
  * HMAC-SHA256 of it under the application key, in one URL-safe token.
  */
 export class DownloadSigner {
-  constructor(private readonly key: Buffer) {}
+  private key: Buffer | undefined;
+
+  /** `loadKey` is called on first use: commands that sign nothing (`migrate`) never make a key. */
+  constructor(private readonly loadKey: () => Buffer) {}
 
   sign(grant: DownloadGrant): string {
     const payload = Buffer.from(JSON.stringify([grant.serverId, grant.backupId, grant.expires])).toString(
@@ -41,6 +44,7 @@ export class DownloadSigner {
   }
 
   private mac(payload: string): string {
+    this.key ??= this.loadKey();
     return createHmac('sha256', this.key).update(`aerie-backup-download:${payload}`).digest('base64url');
   }
 }

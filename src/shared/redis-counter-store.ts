@@ -21,7 +21,11 @@ export class RedisCounterStore implements CounterStore {
     url: string,
     private readonly prefix = 'aerie:',
   ) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    // Connects on first use, so a command that counts nothing never reaches for Redis. A lost
+    // connection is retried by ioredis; each command that fails meanwhile rejects to its caller,
+    // so the connection's own error events need no handler beyond this one.
+    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: true });
+    this.redis.on('error', () => undefined);
   }
 
   async increment(key: string, windowMs: number): Promise<WindowCount> {
@@ -50,6 +54,7 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async close(): Promise<void> {
+    if (this.redis.status === 'wait') return this.redis.disconnect(); // never connected
     await this.redis.quit();
   }
 }

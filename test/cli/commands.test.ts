@@ -47,6 +47,25 @@ describe('aerie', () => {
   });
 });
 
+describe('aerie migrate', () => {
+  it('touches nothing but the database: no app key is made, an unreachable Redis is never asked', async () => {
+    const dataDir = fs.mkdtempSync(`${app.dataDir}-migrate-`);
+    const closedPort = await freePort();
+    const started = Date.now();
+    const aerie = spawnAerie(app, ['migrate'], {
+      AERIE_DATA_DIR: dataDir,
+      DATABASE_URL: `sqlite:${dataDir}/aerie.db`,
+      REDIS_URL: `redis://127.0.0.1:${closedPort}`,
+    });
+    expect(await aerie.exited, aerie.output()).toBe(0);
+    expect(aerie.output()).toMatch(/^sqlite: applied /);
+    expect(aerie.output()).not.toMatch(/ioredis|ECONNREFUSED/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(fs.existsSync(`${dataDir}/app.key`)).toBe(false);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+});
+
 describe('aerie worker', () => {
   it('runs jobs until SIGTERM, then stops after the job in hand and exits 0', async () => {
     const aerie = spawnAerie(app, ['worker', '--node', 'cli-test']);
