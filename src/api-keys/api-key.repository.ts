@@ -1,4 +1,5 @@
 import type { DatabaseKind } from '../config.ts';
+import { countWhere } from '../db/count.ts';
 import type { Executor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
 import type { ApiKeyRow, NewApiKeyRow } from './api-key.table.ts';
@@ -13,13 +14,8 @@ export class ApiKeyRepository {
     return this.db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('id').execute();
   }
 
-  async countForUser(userId: string, db: Executor = this.db): Promise<number> {
-    const row = await db
-      .selectFrom('api_keys')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+  countForUser(userId: string, db: Executor = this.db): Promise<number> {
+    return countWhere(db, 'api_keys', 'user_id', userId);
   }
 
   findByIdentifier(identifier: string, db: Executor = this.db): Promise<ApiKeyRow | undefined> {

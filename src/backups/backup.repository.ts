@@ -1,3 +1,4 @@
+import { countWhere } from '../db/count.ts';
 import type { Executor } from '../db/executor.ts';
 import { toBackup, toBackupRow, type Backup } from './backup.ts';
 
@@ -40,13 +41,8 @@ export class BackupRepository {
     return rows.map(toBackup);
   }
 
-  async countForServer(serverId: string, db: Executor = this.db): Promise<number> {
-    const row = await db
-      .selectFrom('backups')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('server_id', '=', serverId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+  countForServer(serverId: string, db: Executor = this.db): Promise<number> {
+    return countWhere(db, 'backups', 'server_id', serverId);
   }
 
   async complete(
