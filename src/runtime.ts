@@ -28,7 +28,7 @@ export interface Runtime {
   readonly services: Services;
   /** The migrations applied while opening, by name; none when the schema was up to date. */
   readonly migrations: readonly string[];
-  /** Closes what `openRuntime` opened, counters first and then the database. Safe to call twice. */
+  /** Closes what `openRuntime` opened: the job listener and counters first, then the database. Safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -37,10 +37,12 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   const logger = createLogger(config.logLevel, options.logTo);
   const db = connect(config.database);
   let counters: CounterStore | undefined;
+  let services: Services | undefined;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       try {
+        await services?.jobWakeups.close();
         await counters?.close();
       } finally {
         await db.destroy();
@@ -52,7 +54,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       .filter((r) => r.status === 'Success')
       .map((r) => r.migrationName);
     counters = config.redisUrl === null ? new MemoryCounterStore() : new RedisCounterStore(config.redisUrl);
-    const services = createServices({ config, db, clock: options.clock ?? systemClock, counters, logger });
+    services = createServices({ config, db, clock: options.clock ?? systemClock, counters, logger });
     return { config, db, counters, logger, services, migrations, close };
   } catch (error) {
     await close();

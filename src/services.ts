@@ -20,6 +20,8 @@ import { DownloadSigner } from './backups/download-signer.ts';
 import { loadAppKey } from './shared/app-key.ts';
 import { RestoreJob } from './backups/restore.job.ts';
 import { JobRepository } from './jobs/job.repository.ts';
+import { JobWakeups } from './jobs/job-wakeups.ts';
+import { PgJobListener } from './jobs/pg-job-listener.ts';
 import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
 import { ServerAccessService } from './servers/server-access.ts';
 import { ServerQueryService } from './servers/server-query.service.ts';
@@ -88,7 +90,12 @@ export function createServices({
     volumesDir: config.volumesDir,
   });
   const serverQueries = new ServerQueryService({ servers: serverRepository });
-  const jobs = new JobRepository(kysely, db.kind, transaction);
+  // Workers wake when a job is queued: in this process after the commit, and on PostgreSQL also
+  // when another process queues one (LISTEN/NOTIFY). Elsewhere other processes' jobs wait for the poll.
+  const jobWakeups = new JobWakeups(
+    db.kind === 'postgres' ? new PgJobListener(config.database.url, logger) : undefined,
+  );
+  const jobs = new JobRepository(kysely, db.kind, transaction, jobWakeups);
   const storage = new LocalBackupStorage(config.backupsDir);
   const backupRepository = new BackupRepository(kysely);
   const backupRestore = new BackupRestoreService({
@@ -145,6 +152,7 @@ export function createServices({
       logger,
       node,
       pollMs: config.workerPollMs,
+      wakeups: jobWakeups,
       leaseMs: config.jobLeaseMs,
       timeoutMs: config.jobTimeoutMs,
     });
@@ -161,6 +169,7 @@ export function createServices({
     backupRestore,
     jobs,
     jobHandlers,
+    jobWakeups,
     createWorker,
   };
 }

@@ -1,9 +1,11 @@
 import type { DatabaseKind } from '../config.ts';
-import type { Executor, Transactor } from '../db/executor.ts';
+import { afterCommit, type Executor, type Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
-import type { ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { JobKind, JobPayloads } from './job-kinds.ts';
+import type { JobWakeups } from './job-wakeups.ts';
+import { JOBS_CHANNEL } from './pg-job-listener.ts';
 import type { JobRow } from './job.table.ts';
 
 /** A job to queue: its kind decides the shape of its payload. */
@@ -16,10 +18,17 @@ export class JobRepository {
     private readonly db: Executor,
     private readonly kind: DatabaseKind,
     private readonly transaction: Transactor,
+    /** Told of each job queued here, once it is committed; none in tests of the queue alone. */
+    private readonly wakeups?: JobWakeups,
   ) {}
 
-  enqueue(job: NewJob, now: string, db: Executor = this.db): Promise<number> {
-    return insertReturningId(
+  /**
+   * Queues a job, in `db`'s transaction if it is one. Workers hear of it once it commits, not at
+   * their next poll: those of this process through `wakeups`, and on PostgreSQL those of every
+   * process through a NOTIFY, which PostgreSQL delivers at commit (and drops on rollback).
+   */
+  async enqueue(job: NewJob, now: string, db: Executor = this.db): Promise<number> {
+    const id = await insertReturningId(
       this.kind,
       db.insertInto('jobs').values({
         kind: job.kind,
@@ -37,6 +46,10 @@ export class JobRepository {
         finished_at: null,
       }),
     );
+    if (this.kind === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, '')`.execute(db);
+    const wakeups = this.wakeups;
+    if (wakeups !== undefined) afterCommit(db, () => wakeups.notify());
+    return id;
   }
 
   findById(id: number, db: Executor = this.db): Promise<JobRow | undefined> {

@@ -5,6 +5,7 @@ import { AppError } from '../shared/errors.ts';
 import { ArchiveError } from '../storage/archive.types.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { JobKind, JobPayloads } from './job-kinds.ts';
+import type { JobWakeups } from './job-wakeups.ts';
 import type { JobRepository } from './job.repository.ts';
 import type { JobRow } from './job.table.ts';
 
@@ -39,7 +40,10 @@ export interface WorkerDeps {
   logger: Logger;
   /** Names this worker in logs and in the leases it holds. */
   node: string;
+  /** How long an idle worker waits before it looks again, when no wake-up comes first. */
   pollMs: number;
+  /** Wakes the worker when a job is queued; without it the worker only polls. */
+  wakeups?: JobWakeups;
   leaseMs: number;
   /** How long one attempt may run; past it the job is stopped and counts as a failed attempt. */
   timeoutMs: number;
@@ -103,6 +107,11 @@ export class Worker {
   /** Stops the job in hand; set while one runs. */
   private interrupt: ((why: 'shutdown') => void) | undefined;
   private stopped = true;
+  /** True from the start of a claim until the worker next waits. */
+  private busy = false;
+  /** A wake-up came while busy: look again at once rather than after the poll interval. */
+  private woken = false;
+  private unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {
     this.owner = `${deps.node}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -110,6 +119,7 @@ export class Worker {
 
   start(): void {
     this.stopped = false;
+    this.unsubscribe ??= this.deps.wakeups?.subscribe(() => this.wake());
     this.schedule(0);
   }
 
@@ -121,6 +131,13 @@ export class Worker {
   async stop(deadlineMs = Number.POSITIVE_INFINITY): Promise<{ abandoned: boolean }> {
     this.stopped = true;
     clearTimeout(this.timer);
+    const unsubscribe = this.unsubscribe;
+    this.unsubscribe = undefined;
+    const [outcome] = await Promise.all([this.endCurrent(deadlineMs), unsubscribe?.()]);
+    return outcome;
+  }
+
+  private async endCurrent(deadlineMs: number): Promise<{ abandoned: boolean }> {
     const current = this.current;
     if (current === undefined) return { abandoned: false };
     let timer: NodeJS.Timeout | undefined;
@@ -137,15 +154,36 @@ export class Worker {
     return { abandoned: true };
   }
 
+  /**
+   * A job may be waiting: an idle worker looks now instead of at its next poll. A busy one (whose
+   * claim may have started before the job was committed) looks again as soon as it is done.
+   */
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.busy) {
+      this.woken = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
   private schedule(delay: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
+      this.busy = true;
+      this.woken = false;
       this.current = this.runOnce()
         .catch((error: unknown) => {
           this.deps.logger.error({ err: error }, 'the job worker failed to claim or finish a job');
+          // After a failure, wait out the poll even if woken: the database may be down.
+          this.woken = false;
           return false;
         })
-        .then((worked) => this.schedule(worked ? 0 : this.deps.pollMs));
+        .then((worked) => {
+          this.busy = false;
+          this.schedule(worked || this.woken ? 0 : this.deps.pollMs);
+        });
     }, delay);
   }
 
