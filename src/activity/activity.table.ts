@@ -22,4 +22,8 @@ export interface ActivityLogSubjectTable {
   subject_id: string;
   /** A copy of the entry's timestamp, so a feed is one index range scan. */
   timestamp: string;
+  /** Copies of the entry's event, IP and actor, in the feed index: filters read the index alone. */
+  event: string;
+  ip: string | null;
+  actor_id: string | null;
 }

@@ -2,12 +2,14 @@ import { Migrator, type Migration, type MigrationProvider, type MigrationResultS
 import type { Db } from './connection.ts';
 import { initialMigration } from './migrations/2026_11_22_000000_initial.ts';
 import { userNumbersMigration } from './migrations/2026_11_23_000000_user_numbers.ts';
+import { feedFilterColumnsMigration } from './migrations/2026_11_24_000000_feed_filter_columns.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 function migrations(db: Db): Record<string, Migration> {
   return {
     '2026_11_22_000000_initial': initialMigration(db.kind),
     '2026_11_23_000000_user_numbers': userNumbersMigration(db.kind),
+    '2026_11_24_000000_feed_filter_columns': feedFilterColumnsMigration(db.kind),
   };
 }
 

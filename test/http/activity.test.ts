@@ -193,7 +193,7 @@ describe('order', () => {
     // Other engines and plans do not hand rows back in index order: the order must be asked for.
     const bare = await startTestApp();
     try {
-      await bare.db.kysely.schema.dropIndex('activity_log_subjects_feed_index').execute();
+      await bare.db.kysely.schema.dropIndex('activity_log_subjects_feed_filter_index').execute();
       const user = await createUser(bare);
       const { token } = await createApiKey(bare, user);
       await clearActivity(bare);

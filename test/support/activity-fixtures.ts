@@ -71,13 +71,16 @@ export async function insertActivity(app: TestApp, entries: SeedEntry[]): Promis
   return app.db.kysely.transaction().execute(async (trx) => {
     const ids: number[] = [];
     for (const entry of entries) {
+      const event = entry.event ?? 'auth:login';
+      const ip = entry.ip === undefined ? '127.0.0.1' : entry.ip;
+      const actorId = entry.actorId ?? null;
       const row = await trx
         .insertInto('activity_logs')
         .values({
           batch: entry.batch ?? randomUUID(),
-          event: entry.event ?? 'auth:login',
-          ip: entry.ip === undefined ? '127.0.0.1' : entry.ip,
-          actor_id: entry.actorId ?? null,
+          event,
+          ip,
+          actor_id: actorId,
           api_key_id: null,
           properties: JSON.stringify(entry.properties ?? {}),
           timestamp: entry.timestamp,
@@ -95,6 +98,9 @@ export async function insertActivity(app: TestApp, entries: SeedEntry[]): Promis
               subject_type: s.type,
               subject_id: s.id,
               timestamp: entry.timestamp,
+              event,
+              ip,
+              actor_id: actorId,
             })),
           )
           .execute();
