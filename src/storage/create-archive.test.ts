@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { inflateRawSync } from 'node:zlib';
 import { list, type ReadEntry } from 'tar';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Progress } from './archive.types.ts';
@@ -28,6 +29,22 @@ function write(file: string, content: string | Buffer, mode = 0o644): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, content);
   fs.chmodSync(file, mode);
+}
+
+/**
+ * How many gzip members `data` holds, counted by gunzipping each in turn (a member ends where
+ * its deflate data and trailer end).
+ */
+function gzipMembers(data: Buffer): number {
+  let members = 0;
+  for (let rest = data; rest.length > 0; members++) {
+    // A 10-byte header (Aerie writes no optional fields), deflate data, an 8-byte trailer.
+    const { engine } = inflateRawSync(rest.subarray(10), { info: true }) as unknown as {
+      engine: { bytesWritten: number };
+    };
+    rest = rest.subarray(10 + engine.bytesWritten + 8);
+  }
+  return members;
 }
 
 /** Open descriptors of this process (0 where /proc is not available). */
@@ -94,6 +111,34 @@ describe('createArchive', () => {
     expect(summary.bytes).toBe(11 + 10 + 300_000 + 3 + 0 + 2);
     expect(report.files).toBe(summary.files);
     expect(report.bytes).toBe(summary.bytes);
+  });
+
+  it('writes a multi-member gzip that GNU tar, gzip, node-tar and a restore all read', async () => {
+    const { root, volume, output } = workspace();
+    for (let n = 0; n < 12; n++) write(path.join(volume, `logs/${n}.log`), `line ${n}\n`.repeat(2000 + n));
+    write(path.join(volume, 'world/region.mca'), randomBytes(200_000));
+    write(path.join(volume, 'empty.txt'), '');
+
+    // 8 KiB blocks: dozens of gzip members, cut across tar headers and file contents.
+    const summary = await createArchive(volume, output, undefined, undefined, { blockBytes: 8192 });
+
+    const bytes = fs.readFileSync(output);
+    expect(gzipMembers(bytes)).toBeGreaterThan(20);
+    execFileSync('gzip', ['-t', output]);
+    const listed = execFileSync('tar', ['-tzf', output], { encoding: 'utf8' }).trim().split('\n');
+    expect(listed.sort()).toEqual((await entriesOf(output)).map((entry) => entry.path).sort());
+    expect(listed).toContain('world/region.mca');
+    const byTar = path.join(root, 'by-tar');
+    fs.mkdirSync(byTar);
+    execFileSync('tar', ['-xzf', output, '-C', byTar]);
+    const restored = path.join(root, 'restored');
+    fs.mkdirSync(restored);
+    const report = await extractArchive(output, restored, { maxBytes: null });
+    expect(describeTree(restored)).toEqual(describeTree(volume));
+    expect(describeTree(byTar)).toEqual(describeTree(volume));
+    expect(report.archiveSha256).toBe(summary.sha256);
+    expect(summary.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(summary.archiveBytes).toBe(bytes.length);
   });
 
   it('stores paths relative to the volume, directories before their content', async () => {

@@ -6,15 +6,19 @@
  * so every directory and file is opened with O_NOFOLLOW and reached through the already-open parent
  * directory (see VolumeDir): swapping a path component for a symlink mid-walk cannot make us read
  * anything outside the volume. Memory stays flat: the walk is depth-first and streamed.
+ *
+ * The tar stream is compressed on every core (parallel-gzip.ts): the archive is a series of gzip
+ * members, one per MiB of tar, which every gzip reader reads as one stream. Its SHA-256 and size
+ * are taken from the bytes as they are written.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import { Header, Pax } from 'tar';
 import type { Progress } from './archive.types.ts';
+import { parallelGzip, type ParallelGzipOptions } from './parallel-gzip.ts';
 import { isGone, VolumeDir } from './volume-dir.ts';
 
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
@@ -41,6 +45,7 @@ export async function createArchive(
   output: string,
   onProgress?: (p: Progress) => void,
   exclude: Exclude = () => false,
+  compression: ParallelGzipOptions = {},
 ): Promise<ArchiveSummary> {
   const partial = `${output}.partial`;
   const totals = new Totals(onProgress, exclude);
@@ -49,7 +54,7 @@ export async function createArchive(
   const blocks = tarStream(root, totals);
   const sink = createWriteStream(partial, { mode: 0o600 });
   try {
-    await pipeline(Readable.from(blocks, { objectMode: false }), createGzip(), digest, sink);
+    await pipeline(Readable.from(blocks, { objectMode: false }), parallelGzip(compression), digest, sink);
     await syncFile(partial);
     await rename(partial, output);
   } catch (err) {
