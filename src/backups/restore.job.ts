@@ -15,9 +15,9 @@ import {
   recoverRestore,
   restorePaths,
   savedReport,
-  stageRestore,
   swapIn,
 } from '../storage/restore-files.ts';
+import { stageRestoreInThread } from '../storage/stage-restore.ts';
 import type { BackupRepository } from './backup.repository.ts';
 
 type Payload = JobPayloads['backup.restore'];
@@ -67,8 +67,9 @@ export class RestoreJob implements JobHandler<Payload> {
     }
     const server = await this.deps.servers.findByReference(serverId);
     const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
+    // Extraction runs in a worker thread; the job's signal ends it and removes its staging.
     const report = await this.deps.storage.withLocalFile(serverId, backupId, (archive) =>
-      stageRestore(paths, archive, { truncate, maxBytes, signal: job.signal }),
+      stageRestoreInThread(paths, archive, { truncate, maxBytes, signal: job.signal }),
     );
     // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
     if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {

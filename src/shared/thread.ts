@@ -4,15 +4,30 @@ import { Worker } from 'node:worker_threads';
  * The message a thread entry posts last: its result, or why it failed. Anything posted before
  * it is progress, handed to `onMessage`.
  */
-export type ThreadOutcome<R> = { done: true; result: R } | { done: true; error: { message: string } };
+export type ThreadOutcome<R> = { done: true; result: R } | { done: true; error: ThreadError };
+
+/**
+ * An error as it crosses the thread boundary: its name, message and own fields of plain values
+ * (an ArchiveError's `reason`, a system error's `code`), for `reviveError` to rebuild.
+ */
+export interface ThreadError {
+  message: string;
+  name: string;
+  fields: Record<string, string | number | boolean>;
+}
 
 export interface ThreadOptions<M> {
   /** Each message the thread posts before its outcome. */
   onMessage?: (message: M) => void;
   /** Aborting ends the thread at once (whatever it is doing) and rejects with the signal's reason. */
   signal?: AbortSignal;
-  /** Run once the thread has stopped, on every path out (e.g. to remove what it was writing). */
-  cleanUp?: () => Promise<void>;
+  /**
+   * Run once the thread has stopped, on every path out, told whether the work succeeded (e.g. to
+   * remove what it was writing when it did not).
+   */
+  cleanUp?: (succeeded: boolean) => Promise<void>;
+  /** Rebuilds the error the thread failed with (default: a plain Error with its message). */
+  reviveError?: (error: ThreadError) => Error;
 }
 
 /**
@@ -30,7 +45,7 @@ export function runInThread<R, M = never>(
   input: unknown,
   options: ThreadOptions<M> = {},
 ): Promise<R> {
-  const { onMessage, signal, cleanUp } = options;
+  const { onMessage, signal, cleanUp, reviveError = (error) => new Error(error.message) } = options;
   signal?.throwIfAborted();
   const extension = callerUrl.endsWith('.ts') ? '.ts' : '.js';
   const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input);
@@ -50,15 +65,25 @@ export function runInThread<R, M = never>(
     signal?.addEventListener('abort', abort, { once: true });
     thread.on('message', (message: M | ThreadOutcome<R>) => {
       if (!isOutcome(message)) return onMessage?.(message);
-      settle(() => ('error' in message ? reject(new Error(message.error.message)) : resolve(message.result)));
+      settle(() => ('error' in message ? reject(reviveError(message.error)) : resolve(message.result)));
     });
     thread.on('error', (error) => settle(() => reject(error)));
     thread.on('exit', (code) => settle(() => reject(new Error(`the worker thread exited (${code})`))));
   });
-  return outcome.finally(async () => {
+  const stop = async (succeeded: boolean): Promise<void> => {
     await thread.terminate();
-    await cleanUp?.();
-  });
+    await cleanUp?.(succeeded);
+  };
+  return outcome.then(
+    async (result) => {
+      await stop(true);
+      return result;
+    },
+    async (err: unknown) => {
+      await stop(false);
+      throw err;
+    },
+  );
 }
 
 function isOutcome<R>(message: unknown): message is ThreadOutcome<R> {
@@ -85,6 +110,16 @@ function startThread(entry: URL, input: unknown): Worker {
 export function finishThread<R>(post: (message: ThreadOutcome<R>) => void, work: Promise<R>): void {
   work.then(
     (result) => post({ done: true, result }),
-    (error: unknown) => post({ done: true, error: { message: (error as Error).message ?? String(error) } }),
+    (error: unknown) => post({ done: true, error: toThreadError(error) }),
   );
+}
+
+function toThreadError(error: unknown): ThreadError {
+  if (!(error instanceof Error)) return { message: String(error), name: 'Error', fields: {} };
+  const fields: ThreadError['fields'] = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      fields[key] = value;
+  }
+  return { message: error.message, name: error.name, fields };
 }

@@ -107,10 +107,15 @@ export async function stageRestore(
     await syncDirectory(path.dirname(paths.report)); // on disk before the swap it describes
     return report;
   } catch (err) {
-    await rm(paths.report, { force: true });
-    await removeTree(paths.staging);
+    await discardStaging(paths);
     throw err;
   }
+}
+
+/** Removes what stageRestore builds (the staging tree and its report), as after a failure. */
+export async function discardStaging(paths: RestorePaths): Promise<void> {
+  await rm(paths.report, { force: true });
+  await removeTree(paths.staging);
 }
 
 /**

@@ -1,0 +1,56 @@
+/**
+ * stageRestore (restore-files.ts) run in a worker thread: the gunzip, the tar parsing and checks,
+ * the writes and the walk of the live volume keep their CPU work off the event loop that answers
+ * HTTP, however large the archive.
+ */
+import { runInThread, type ThreadError } from '../shared/thread.ts';
+import { ArchiveError, type ArchiveFailure, type ExtractReport, type Progress } from './archive.types.ts';
+import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
+
+export interface StageRestoreInput {
+  paths: RestorePaths;
+  archivePath: string;
+  truncate: boolean;
+  maxBytes: number | null;
+  reportProgress: boolean;
+}
+
+/**
+ * Builds the restored tree in `paths.staging`, as stageRestore does, in a worker thread.
+ * Aborting `options.signal` ends the thread at once; the staging tree and its report are then
+ * removed before the promise rejects. An ArchiveError thrown in the thread is rethrown here as
+ * one, with the same reason, message and entry.
+ */
+export function stageRestoreInThread(
+  paths: RestorePaths,
+  archivePath: string,
+  options: StageOptions,
+  onProgress?: (p: Progress) => void,
+): Promise<ExtractReport> {
+  const input: StageRestoreInput = {
+    paths,
+    archivePath,
+    truncate: options.truncate,
+    maxBytes: options.maxBytes,
+    reportProgress: onProgress !== undefined,
+  };
+  return runInThread<ExtractReport, Progress>(import.meta.url, './stage-restore.thread', input, {
+    ...(onProgress ? { onMessage: onProgress } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    // stageRestore removes its own staging when it fails; not when its thread is ended mid-way.
+    cleanUp: async (succeeded) => {
+      if (!succeeded) await discardStaging(paths);
+    },
+    reviveError,
+  });
+}
+
+function reviveError(error: ThreadError): Error {
+  if (error.name !== 'ArchiveError') return new Error(error.message);
+  const { reason, entry } = error.fields;
+  return new ArchiveError(
+    reason as ArchiveFailure,
+    error.message,
+    typeof entry === 'string' ? entry : undefined,
+  );
+}
