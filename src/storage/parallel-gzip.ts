@@ -49,13 +49,21 @@ export function parallelGzip(
     throw new Error(`invalid concurrency ${concurrency}`);
 
   return async function* compressMembers(source) {
-    const inFlight: Promise<Buffer>[] = [];
-    const start = (data: Buffer): void => {
-      const member = compressMember(data, zlibOptions);
+    // Each block's input buffer is reused once its member is out: no 1 MiB allocation per block.
+    const spare: Buffer[] = [];
+    const inFlight: { input: Buffer; member: Promise<Buffer> }[] = [];
+    const start = (input: Buffer, length: number): void => {
+      const member = compressMember(input.subarray(0, length), zlibOptions);
       member.catch(() => {}); // awaited in order below; not an unhandled rejection meanwhile
-      inFlight.push(member);
+      inFlight.push({ input, member });
     };
-    let block = Buffer.allocUnsafe(blockBytes);
+    const oldest = async (): Promise<Buffer> => {
+      const { input, member } = inFlight.shift()!;
+      const compressed = await member;
+      spare.push(input);
+      return compressed;
+    };
+    let block: Buffer = Buffer.allocUnsafe(blockBytes);
     let filled = 0;
     for await (const chunk of source) {
       for (let offset = 0; offset < chunk.length;) {
@@ -63,15 +71,15 @@ export function parallelGzip(
         filled += taken;
         offset += taken;
         if (filled < blockBytes) continue;
-        if (inFlight.length >= concurrency) yield await inFlight.shift()!;
-        start(block);
-        block = Buffer.allocUnsafe(blockBytes);
+        if (inFlight.length >= concurrency) yield await oldest();
+        start(block, filled);
+        block = spare.pop() ?? Buffer.allocUnsafe(blockBytes);
         filled = 0;
       }
     }
     // The last, partial block; for no input at all, one empty member (gzip needs at least one).
-    if (filled > 0 || inFlight.length === 0) start(block.subarray(0, filled));
-    while (inFlight.length > 0) yield await inFlight.shift()!;
+    if (filled > 0 || inFlight.length === 0) start(block, filled);
+    while (inFlight.length > 0) yield await oldest();
   };
 }
 
