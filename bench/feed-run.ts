@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 
 interface CannonResult {
   requests: { average: number };
-  latency: { p50: number; p99: number };
+  latency: { p50: number; p99: number; mean: number };
   non2xx: number;
   errors: number;
 }
@@ -125,7 +125,7 @@ for (const s of SCENARIOS) {
   });
 }
 
-type Sample = { rps: number; p50: number; p99: number };
+type Sample = { rps: number; mean: number; p50: number; p99: number };
 const samples = new Map<string, Sample[]>();
 for (let run = 0; run < runs; run += 1) {
   for (const s of SCENARIOS) {
@@ -138,7 +138,12 @@ for (let run = 0; run < runs; run += 1) {
       });
       if (result.non2xx > 0 || result.errors > 0)
         throw new Error(`${s.name}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
-      const sample = { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+      const sample = {
+        rps: result.requests.average,
+        mean: result.latency.mean,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+      };
       const key = `${s.name} @${connections}`;
       samples.set(key, [...(samples.get(key) ?? []), sample]);
       fs.appendFileSync(
@@ -153,7 +158,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const spread = (xs: number[], digits = 0) =>
   `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 process.stdout.write(
-  `\n### ${values.label}\n\n| scenario | conns | req/s median (min–max) | × minimal driver | × bare | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|\n`,
+  `\n### ${values.label}\n\n| scenario | conns | req/s median (min–max) | × minimal driver | × bare | mean ms | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|\n`,
 );
 for (const [key, list] of samples) {
   const [name, at] = key.split(' @') as [string, string];
@@ -167,7 +172,10 @@ for (const [key, list] of samples) {
     (samples.get(`bare node:http @${at}`) ?? samples.get('bare node:http @16')!).map((x) => x.rps),
   );
   process.stdout.write(
-    `| ${name} | ${at} | ${spread(list.map((x) => x.rps))} | ${(rps / ideal).toFixed(2)} | ${(rps / bare).toFixed(3)} | ${spread(list.map((x) => x.p50))} | ${spread(list.map((x) => x.p99))} |\n`,
+    `| ${name} | ${at} | ${spread(list.map((x) => x.rps))} | ${(rps / ideal).toFixed(2)} | ${(rps / bare).toFixed(3)} | ${spread(
+      list.map((x) => x.mean),
+      2,
+    )} | ${spread(list.map((x) => x.p50))} | ${spread(list.map((x) => x.p99))} |\n`,
   );
 }
 process.exit(0);

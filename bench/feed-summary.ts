@@ -12,6 +12,7 @@ interface Line {
   connections: number;
   rps: number;
   p50: number;
+  mean?: number;
 }
 const file = process.argv[2];
 if (file === undefined) throw new Error('usage: feed-summary.ts RESULTS.jsonl');
@@ -33,15 +34,17 @@ for (const line of lines) {
   groups.set(key, bySize);
 }
 process.stdout.write(
-  '\n### By table size\n\n| engine | scenario | conns | p50 ms by size | req/s by size | p50 largest ÷ smallest |\n|---|---|---|---|---|---|\n',
+  '\n### By table size\n\n| engine | scenario | conns | req/s | p50 ms | mean ms | p50, largest ÷ smallest | mean, largest ÷ smallest |\n|---|---|---|---|---|---|---|---|\n',
 );
+const name = (size: number) => (size >= 1e6 ? `${size / 1e6}M` : `${size / 1e3}k`);
+const ratio = (xs: number[]) => (xs[0]! > 0 ? (xs[xs.length - 1]! / xs[0]!).toFixed(2) : 'n/a (0 ms)');
 for (const [key, bySize] of groups) {
   const sizes = [...bySize.keys()].sort((a, b) => a - b);
-  const p50 = sizes.map((s) => median(bySize.get(s)!.map((l) => l.p50)));
-  const rps = sizes.map((s) => median(bySize.get(s)!.map((l) => l.rps)));
-  const name = (s: number) => (s >= 1e6 ? `${s / 1e6}M` : `${s / 1e3}k`);
-  const ratio = p50[0]! > 0 ? (p50[p50.length - 1]! / p50[0]!).toFixed(2) : 'n/a (p50 0 ms)';
+  const of = (pick: (l: Line) => number) => sizes.map((size) => median(bySize.get(size)!.map(pick)));
+  const [rps, p50, mean] = [of((l) => l.rps), of((l) => l.p50), of((l) => l.mean ?? NaN)];
+  const show = (xs: number[], digits: number) =>
+    sizes.map((size, i) => `${name(size)}: ${xs[i]!.toFixed(digits)}`).join(', ');
   process.stdout.write(
-    `| ${key.replaceAll(' | ', ' | ')} | ${sizes.map((s, i) => `${name(s)}: ${p50[i]}`).join(', ')} | ${sizes.map((s, i) => `${name(s)}: ${rps[i]?.toFixed(0)}`).join(', ')} | ${ratio} |\n`,
+    `| ${key} | ${show(rps, 0)} | ${show(p50, 0)} | ${show(mean, 2)} | ${ratio(p50)} | ${ratio(mean)} |\n`,
   );
 }
