@@ -1,4 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import { parentPort, Worker } from 'node:worker_threads';
+
+/** How long a thread asked to stop may take to wind down before it is terminated. */
+const STOP_GRACE_MS = 10_000;
 
 /**
  * The message a thread entry posts last: its result, or why it failed. Anything posted before
@@ -19,7 +22,10 @@ export interface ThreadError {
 export interface ThreadOptions<M> {
   /** Each message the thread posts before its outcome. */
   onMessage?: (message: M) => void;
-  /** Aborting ends the thread at once (whatever it is doing) and rejects with the signal's reason. */
+  /**
+   * Aborting asks the thread to stop (its work sees its own signal abort), waits for it to end —
+   * terminating it only if it has not within a grace period — and rejects with the signal's reason.
+   */
   signal?: AbortSignal;
   /**
    * Run once the thread has stopped, on every path out, told whether the work succeeded (e.g. to
@@ -49,6 +55,7 @@ export function runInThread<R, M = never>(
   signal?.throwIfAborted();
   const extension = callerUrl.endsWith('.ts') ? '.ts' : '.js';
   const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input);
+  const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
   const outcome = new Promise<R>((resolve, reject) => {
     let settled = false;
     const settle = (finish: () => void) => {
@@ -60,7 +67,7 @@ export function runInThread<R, M = never>(
     const abort = () => {
       const reason: unknown = signal?.reason;
       settle(() => reject(reason instanceof Error ? reason : new Error('the work was stopped')));
-      void thread.terminate();
+      thread.postMessage({ stop: true });
     };
     signal?.addEventListener('abort', abort, { once: true });
     thread.on('message', (message: M | ThreadOutcome<R>) => {
@@ -70,8 +77,13 @@ export function runInThread<R, M = never>(
     thread.on('error', (error) => settle(() => reject(error)));
     thread.on('exit', (code) => settle(() => reject(new Error(`the worker thread exited (${code})`))));
   });
+  // A thread is let end by itself: terminating one mid-way through native work (a zlib stream)
+  // can bring the whole process down. Only a thread that does not end in time is terminated.
   const stop = async (succeeded: boolean): Promise<void> => {
-    await thread.terminate();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_GRACE_MS)));
+    if ((await Promise.race([exited, late])) === 'late') await thread.terminate();
+    clearTimeout(timer);
     await cleanUp?.(succeeded);
   };
   return outcome.then(
@@ -106,11 +118,27 @@ function startThread(entry: URL, input: unknown): Worker {
   return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: input });
 }
 
-/** In a thread entry: posts its outcome (the last message the parent reads). */
-export function finishThread<R>(post: (message: ThreadOutcome<R>) => void, work: Promise<R>): void {
-  work.then(
-    (result) => post({ done: true, result }),
-    (error: unknown) => post({ done: true, error: toThreadError(error) }),
+/**
+ * In a thread entry: runs `work` with a signal that aborts when the parent asks the thread to
+ * stop and a way to post progress, then posts its outcome (the last message the parent reads)
+ * and lets the thread end.
+ */
+export function runThreadWork<R, M = never>(
+  work: (signal: AbortSignal, post: (progress: M) => void) => Promise<R>,
+): void {
+  const port = parentPort;
+  if (port === null) throw new Error('runThreadWork runs in a worker thread');
+  const stop = new AbortController();
+  port.on('message', (message: { stop?: boolean }) => {
+    if (message.stop === true) stop.abort(new Error('the work was stopped'));
+  });
+  const finish = (outcome: ThreadOutcome<R>) => {
+    port.postMessage(outcome);
+    port.close();
+  };
+  work(stop.signal, (progress) => port.postMessage(progress)).then(
+    (result) => finish({ done: true, result }),
+    (error: unknown) => finish({ done: true, error: toThreadError(error) }),
   );
 }
 

@@ -46,6 +46,8 @@ export async function createArchive(
   onProgress?: (p: Progress) => void,
   exclude: Exclude = () => false,
   compression: ParallelGzipOptions = {},
+  /** Stops the archive: it rejects, and the partial file is removed. */
+  signal?: AbortSignal,
 ): Promise<ArchiveSummary> {
   const partial = `${output}.partial`;
   const totals = new Totals(onProgress, exclude);
@@ -54,7 +56,13 @@ export async function createArchive(
   const blocks = tarStream(root, totals);
   const sink = createWriteStream(partial, { mode: 0o600 });
   try {
-    await pipeline(Readable.from(blocks, { objectMode: false }), parallelGzip(compression), digest, sink);
+    await pipeline(
+      Readable.from(blocks, { objectMode: false }),
+      parallelGzip(compression),
+      digest,
+      sink,
+      ...(signal ? [{ signal }] : []),
+    );
     await syncFile(partial);
     await rename(partial, output);
   } catch (err) {
