@@ -1,6 +1,6 @@
 /**
  * Baseline for the feed benchmark: a minimal `node:http` server on the bare driver
- * (better-sqlite3 or pg) answering the default feed of one user with the ideal queries:
+ * (better-sqlite3, pg or mysql2) answering the default feed of one user with the ideal queries:
  * the total counted on the subjects index alone, then a deferred join (the page's 25 ids from
  * the index, then those rows). No auth, no validation, no framework: what the stack can do.
  *
@@ -8,6 +8,7 @@
  */
 import http from 'node:http';
 import SQLite from 'better-sqlite3';
+import { createPool } from 'mysql2/promise';
 import pg from 'pg';
 
 const [port, userId] = process.argv.slice(2);
@@ -29,6 +30,13 @@ if (url.startsWith('sqlite:')) {
   const count = db.prepare(COUNT.replace('$1', '?'));
   const page = db.prepare(PAGE.replace('$1', '?'));
   feed = () => Promise.resolve({ total: (count.get(userId) as { n: number }).n, rows: page.all(userId) });
+} else if (url.startsWith('mysql:')) {
+  const pool = createPool({ uri: url, connectionLimit: 10 });
+  feed = async () => {
+    const [count] = await pool.query(COUNT.replace('$1', '?'), [userId]);
+    const [rows] = await pool.query(PAGE.replace('$1', '?'), [userId]);
+    return { total: Number((count as { n: number }[])[0]?.n), rows: rows as unknown[] };
+  };
 } else {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   feed = async () => {
