@@ -3,16 +3,30 @@
  * Prints the job's wall time in milliseconds.
  *
  *   node --import tsx bench/restore-run.ts <data dir>
+ *
+ * It runs Aerie's compiled build (dist/, `npm run build` first), as `aerie worker` runs in
+ * production: the restore's worker thread then loads plain JavaScript, not the TypeScript
+ * loader. BENCH_SOURCES=1 runs the TypeScript sources instead.
  */
 import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { connect } from '../src/db/connection.ts';
-import { createServices } from '../src/services.ts';
-import { MemoryCounterStore } from '../src/shared/counter-store.ts';
-import { systemClock } from '../src/shared/time.ts';
+
+type Config = typeof import('../src/config.ts');
+type Connection = typeof import('../src/db/connection.ts');
+type Services = typeof import('../src/services.ts');
+type CounterStore = typeof import('../src/shared/counter-store.ts');
+type Time = typeof import('../src/shared/time.ts');
 
 const [dataDir] = process.argv.slice(2);
 if (dataDir === undefined) throw new Error('usage: restore-run.ts DATA_DIR');
+const root = process.env.BENCH_SOURCES === '1' ? '../src' : '../dist';
+const ext = root === '../src' ? '.ts' : '.js';
+const load = <T>(module: string): Promise<T> => import(`${root}/${module}${ext}`) as Promise<T>;
+const { loadConfig } = await load<Config>('config');
+const { connect } = await load<Connection>('db/connection');
+const { createServices } = await load<Services>('services');
+const { MemoryCounterStore } = await load<CounterStore>('shared/counter-store');
+const { systemClock } = await load<Time>('shared/time');
+
 const config = loadConfig({
   AERIE_DATA_DIR: dataDir,
   DATABASE_URL: `sqlite:${path.join(dataDir, 'aerie.db')}`,

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${1:-/tmp/aerie-bench}
+npm run build --silent # the restore runs Aerie's compiled build, as `aerie worker` does
 rm -rf "$WORK" && mkdir -p "$WORK/src"
 
 echo "== generating the tree (mixed: many small text files, medium and large binary files)"
