@@ -1,4 +1,4 @@
-import { parentPort, Worker } from 'node:worker_threads';
+import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
 
 /** How long a thread asked to stop may take to wind down before it is terminated. */
 const STOP_GRACE_MS = 10_000;
@@ -34,6 +34,8 @@ export interface ThreadOptions<M> {
   cleanUp?: (succeeded: boolean) => Promise<void>;
   /** Rebuilds the error the thread failed with (default: a plain Error with its message). */
   reviveError?: (error: ThreadError) => Error;
+  /** The thread's V8 heap limits (Node's defaults when absent). */
+  resourceLimits?: ResourceLimits;
 }
 
 /**
@@ -54,7 +56,7 @@ export function runInThread<R, M = never>(
   const { onMessage, signal, cleanUp, reviveError = (error) => new Error(error.message) } = options;
   signal?.throwIfAborted();
   const extension = callerUrl.endsWith('.ts') ? '.ts' : '.js';
-  const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input);
+  const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input, options.resourceLimits);
   const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
   const outcome = new Promise<R>((resolve, reject) => {
     let settled = false;
@@ -107,15 +109,18 @@ function isOutcome<R>(message: unknown): message is ThreadOutcome<R> {
  * starts from a one-line module that registers the same loader the process uses, then imports
  * the entry.
  */
-function startThread(entry: URL, input: unknown): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: input });
+function startThread(entry: URL, input: unknown, resourceLimits: ResourceLimits = {}): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: input, resourceLimits });
   const loader = import.meta.resolve('tsx/esm/api');
   const boot = [
     `import { register } from ${JSON.stringify(loader)};`,
     'register();',
     `await import(${JSON.stringify(entry.href)});`,
   ].join('\n');
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: input });
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), {
+    workerData: input,
+    resourceLimits,
+  });
 }
 
 /**

@@ -7,6 +7,14 @@ import { runInThread, type ThreadError } from '../shared/thread.ts';
 import { ArchiveError, type ArchiveFailure, type ExtractReport, type Progress } from './archive.types.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
 
+/**
+ * The thread's young generation, in MiB. Extraction streams every byte of the archive through
+ * short-lived buffers; a small young generation collects them sooner. Measured on a 1.2 GiB
+ * archive: peak RSS 224 MB with V8's default, 212 MB at 16, 197 MB at 8 (same time), 190 MB at 4
+ * (25% more CPU).
+ */
+const YOUNG_GENERATION_MB = 8;
+
 export interface StageRestoreInput {
   paths: RestorePaths;
   archivePath: string;
@@ -42,6 +50,7 @@ export function stageRestoreInThread(
       if (!succeeded) await discardStaging(paths);
     },
     reviveError,
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
   });
 }
 
