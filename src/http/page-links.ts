@@ -1,5 +1,7 @@
 import net from 'node:net';
-import type { PageUrl } from './pagination.ts';
+
+/** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
+export type PageUrl = (page: number) => string;
 
 /** What a listing's `links` are built from: the deployment's public URL, or the request's own. */
 export interface LinkSource {

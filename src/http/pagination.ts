@@ -1,9 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Page, Pagination } from '../shared/page.ts';
+import type { PageUrl } from './page-links.ts';
 import { pageUrlOf } from './request-context.ts';
-
-/** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
-export type PageUrl = (page: number) => string;
 
 /**
  * `total_pages` is at least 1, as the reference panel counts it; a page past the end has no

@@ -4,7 +4,7 @@ import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { NotAuthenticatedError } from '../shared/errors.ts';
 import { normalizeIp } from '../shared/ip.ts';
 import { pageLinks } from './page-links.ts';
-import type { PageUrl } from './pagination.ts';
+import type { PageUrl } from './page-links.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,5 +1,5 @@
 import type { Executor } from '../db/executor.ts';
-import { toSubuser, type Subuser } from './subuser.ts';
+import { normalizePermissions, type Subuser } from './subuser.ts';
 
 /** A subuser entry with the user it names. */
 export interface SubuserDetailRow {
@@ -90,4 +90,15 @@ export class SubuserRepository {
     const result = await db.deleteFrom('subusers').where('id', '=', id).executeTakeFirst();
     return Number(result.numDeletedRows) === 1;
   }
+}
+
+function toSubuser(row: SubuserDetailRow): Subuser {
+  const stored = JSON.parse(row.permissions) as unknown;
+  const permissions = Array.isArray(stored) ? stored.filter((p): p is string => typeof p === 'string') : [];
+  return {
+    id: Number(row.id),
+    serverId: row.server_id,
+    user: { id: row.user_id, username: row.username, email: row.email, createdAt: row.user_created_at },
+    permissions: normalizePermissions(permissions),
+  };
 }
