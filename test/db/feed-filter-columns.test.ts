@@ -3,22 +3,16 @@
  * them filled from activity_logs on upgrade, and the feed of its old entries reads the same as
  * before — on every engine.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActivityRepository, type FeedFilter } from '../../src/activity/activity.repository.ts';
-import { connect, type Db } from '../../src/db/connection.ts';
+import type { Db } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
 import { userNumbersMigration } from '../../src/db/migrations/2026_11_23_000000_user_numbers.ts';
-import { SERVER_DIALECT_CASES, scratchDatabase, type ScratchDatabase } from '../support/dialects.ts';
+import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
 
-const CASES = [
-  { kind: 'sqlite' as const, url: '', available: true },
-  ...SERVER_DIALECT_CASES.map((dialect) => ({ ...dialect, kind: dialect.kind })),
-];
+const CASES = ALL_DIALECT_CASES;
 
 const ALICE = '00000000-0000-4000-8000-00000000000a';
 const BOB = '00000000-0000-4000-8000-00000000000b';
@@ -35,24 +29,15 @@ const OLD: [string, string | null, string | null, string[]][] = [
 
 describe.each(CASES)('feed filter columns on $kind', ({ kind, url, available }) => {
   let db: Db;
-  let scratch: ScratchDatabase | undefined;
-  let dir: string | undefined;
+  let database: Awaited<ReturnType<typeof emptyDatabase>> | undefined;
 
   beforeAll(async () => {
     if (!available) return;
-    if (kind === 'sqlite') {
-      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-feed-columns-'));
-      db = connect({ kind, url: 'sqlite:', sqlitePath: path.join(dir, 'aerie.db') });
-    } else {
-      scratch = await scratchDatabase({ kind, url });
-      db = connect({ kind, url: scratch.url, sqlitePath: null });
-    }
+    database = await emptyDatabase({ kind, url, available });
+    db = database.db;
   });
   afterAll(async () => {
-    if (!available) return;
-    await db.destroy();
-    await scratch?.drop();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await database?.close();
   });
 
   it.runIf(available)('fills the copies of existing entries on upgrade; filters then read them', async () => {

@@ -2,43 +2,28 @@
  * Users' integer ids: a database made before they existed gets them on upgrade, in the order
  * its users were made, and users created at the same moment never share one — on every engine.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Db } from '../../src/db/connection.ts';
+import type { Db } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
 import { UserRepository } from '../../src/users/user.repository.ts';
 import { UserService } from '../../src/users/user.service.ts';
-import { SERVER_DIALECT_CASES, scratchDatabase, type ScratchDatabase } from '../support/dialects.ts';
+import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
 
-const CASES = [
-  { kind: 'sqlite' as const, url: '', available: true },
-  ...SERVER_DIALECT_CASES.map((dialect) => ({ ...dialect, kind: dialect.kind })),
-];
+const CASES = ALL_DIALECT_CASES;
 
 describe.each(CASES)('user numbers on $kind', ({ kind, url, available }) => {
   let db: Db;
-  let scratch: ScratchDatabase | undefined;
-  let dir: string | undefined;
+  let database: Awaited<ReturnType<typeof emptyDatabase>> | undefined;
 
   beforeAll(async () => {
     if (!available) return;
-    if (kind === 'sqlite') {
-      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-numbers-'));
-      db = connect({ kind, url: 'sqlite:', sqlitePath: path.join(dir, 'aerie.db') });
-    } else {
-      scratch = await scratchDatabase({ kind, url });
-      db = connect({ kind, url: scratch.url, sqlitePath: null });
-    }
+    database = await emptyDatabase({ kind, url, available });
+    db = database.db;
   });
   afterAll(async () => {
-    if (!available) return;
-    await db.destroy();
-    await scratch?.drop();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await database?.close();
   });
 
   it.runIf(available)(

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import net from 'node:net';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
+import { connect, type Db } from '../../src/db/connection.ts';
 
 /**
  * The server databases the suite runs against, each given a fresh database per test file and
@@ -78,3 +82,41 @@ export const REDIS_URL = process.env.AERIE_TEST_REDIS_URL ?? 'redis://127.0.0.1:
 export const SERVER_DIALECT_CASES = await Promise.all(
   SERVER_DIALECTS.map(async (dialect) => ({ ...dialect, available: await serverAvailable(dialect.url) })),
 );
+
+/** SQLite, always, then PostgreSQL and MariaDB with whether their servers answer. */
+export const ALL_DIALECT_CASES = [
+  { kind: 'sqlite' as const, url: '', available: true },
+  ...SERVER_DIALECT_CASES.map((dialect) => ({ ...dialect, kind: dialect.kind })),
+];
+
+/**
+ * An empty database of `kind`, connected but not migrated: a fresh SQLite file, or a scratch
+ * database on the dialect's server. `close()` disconnects and deletes it.
+ */
+export async function emptyDatabase(
+  dialect: (typeof ALL_DIALECT_CASES)[number],
+): Promise<{ db: Db; close(): Promise<void> }> {
+  if (dialect.kind === 'sqlite') {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-db-'));
+    const db = connect({ kind: 'sqlite', url: 'sqlite:', sqlitePath: path.join(dir, 'aerie.db') });
+    return {
+      db,
+      close: async () => {
+        await db.destroy();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const scratch = await scratchDatabase({
+    kind: dialect.kind,
+    url: dialect.url,
+  });
+  const db = connect({ kind: dialect.kind, url: scratch.url, sqlitePath: null });
+  return {
+    db,
+    close: async () => {
+      await db.destroy();
+      await scratch.drop();
+    },
+  };
+}
