@@ -19,7 +19,7 @@ export default tseslint.config(
   // The layers: features never reach up into the HTTP layer (services return domain values, and
   // http/ makes the wire shape); shared/, jobs/ and storage/ never reach up into a feature.
   {
-    files: ['src/{activity,api-keys,auth,backups,servers,users}/**/*.ts'],
+    files: ['src/{activity,api-keys,auth,backups,servers,users,ops,metrics}/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -1,21 +1,25 @@
 /**
  * Baseline for the feed benchmark: a minimal `node:http` server on the bare driver
  * (better-sqlite3, pg or mysql2) answering the default feed of one user with the ideal queries:
- * the total counted on the subjects index alone, then a deferred join (the page's 25 ids from
- * the index, then those rows). No auth, no validation, no framework: what the stack can do.
+ * the total counted on the subjects index alone (`index`, the default) or read from the feed's
+ * kept count (`kept`), then a deferred join (the page's 25 ids from the index, then those rows).
+ * No auth, no validation, no framework: what the stack can do.
  *
- *   DATABASE_URL=... node --import tsx bench/feed-ideal-server.ts PORT USER_ID
+ *   DATABASE_URL=... node --import tsx bench/feed-ideal-server.ts PORT USER_ID [index|kept]
  */
 import http from 'node:http';
 import SQLite from 'better-sqlite3';
 import { createPool } from 'mysql2/promise';
 import pg from 'pg';
 
-const [port, userId] = process.argv.slice(2);
+const [port, userId, counting = 'index'] = process.argv.slice(2);
 const url = process.env.DATABASE_URL ?? '';
 if (port === undefined || userId === undefined) throw new Error('usage: feed-ideal-server.ts PORT USER_ID');
 
-const COUNT = `select count(*) as n from activity_log_subjects where subject_type = 'user' and subject_id = $1`;
+const COUNT =
+  counting === 'kept'
+    ? `select entries as n from activity_feed_counts where subject_type = 'user' and subject_id = $1`
+    : `select count(*) as n from activity_log_subjects where subject_type = 'user' and subject_id = $1`;
 const PAGE = `select l.id, l.batch, l.event, l.ip, l.actor_id, l.api_key_id, l.properties, l.timestamp
   from (select activity_log_id, timestamp from activity_log_subjects
         where subject_type = 'user' and subject_id = $1

@@ -1,14 +1,19 @@
 /**
- * The measured part: one worker claims the queued restore and runs it, as `aerie worker` would.
- * Prints the job's wall time in milliseconds.
+ * The measured part, end to end as a user sees it: one process with a running job worker (as
+ * `aerie serve` has) asks for the restore as the API does, and waits until the server's status
+ * clears. Prints the milliseconds from the request to that moment.
  *
- *   node --import tsx bench/restore-run.ts <data dir>
+ *   BENCH_BUILD=<dist dir> node restore-run.mjs <data dir> <server id> <backup uuid> <truncate: true|false>
  *
- * It runs Aerie's compiled build (dist/, `npm run build` first), as `aerie worker` runs in
- * production: the restore's worker thread then loads plain JavaScript, not the TypeScript
- * loader. BENCH_SOURCES=1 runs the TypeScript sources instead.
+ * It runs over Aerie's compiled build (BENCH_BUILD, default dist/: `npm run build` first), as
+ * `aerie serve` runs in production. bench/restore.sh runs it transpiled to plain JavaScript, not
+ * through a TypeScript loader: the loader would start in the restore's worker thread too, and
+ * cost both about 20 MB. A build of an earlier commit (to compare before and after) must sit
+ * beside a node_modules.
  */
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 type Config = typeof import('../src/config.ts');
 type Connection = typeof import('../src/db/connection.ts');
@@ -16,11 +21,12 @@ type Services = typeof import('../src/services.ts');
 type CounterStore = typeof import('../src/shared/counter-store.ts');
 type Time = typeof import('../src/shared/time.ts');
 
-const [dataDir] = process.argv.slice(2);
-if (dataDir === undefined) throw new Error('usage: restore-run.ts DATA_DIR');
-const root = process.env.BENCH_SOURCES === '1' ? '../src' : '../dist';
-const ext = root === '../src' ? '.ts' : '.js';
-const load = <T>(module: string): Promise<T> => import(`${root}/${module}${ext}`) as Promise<T>;
+const [dataDir, serverId, backupUuid, truncate] = process.argv.slice(2);
+if (dataDir === undefined || serverId === undefined || backupUuid === undefined)
+  throw new Error('usage: restore-run.ts DATA_DIR SERVER_ID BACKUP_UUID [true|false]');
+const build = process.env.BENCH_BUILD || fileURLToPath(new URL('../dist', import.meta.url));
+const load = <T>(module: string): Promise<T> =>
+  import(pathToFileURL(path.resolve(build, `${module}.js`)).href) as Promise<T>;
 const { loadConfig } = await load<Config>('config');
 const { connect } = await load<Connection>('db/connection');
 const { createServices } = await load<Services>('services');
@@ -33,11 +39,35 @@ const config = loadConfig({
 });
 const db = connect(config.database);
 const services = createServices({ config, db, clock: systemClock, counters: new MemoryCounterStore() });
+const user = await services.users.findByLogin('bench');
+if (user === undefined) throw new Error('no bench user: run bench/restore-setup.ts first');
+const actor = { user, apiKeyId: null, sessionId: null };
+const access = await services.access.resolve(actor, serverId);
+const backup = await services.backupManagement.find(serverId, backupUuid);
+if (backup === undefined) throw new Error('the imported backup is missing');
+const worker = services.createWorker('bench');
+worker.start();
+
+const status = async (): Promise<string | null> =>
+  (
+    await db.kysely
+      .selectFrom('servers')
+      .select('status')
+      .where('id', '=', serverId)
+      .executeTakeFirstOrThrow()
+  ).status;
 const started = process.hrtime.bigint();
-const ran = await services.createWorker('bench').runOnce();
+await services.backupRestore.requestRestore(
+  { batch: randomUUID(), ip: '127.0.0.1', userAgent: 'bench', actor },
+  access,
+  backup,
+  { truncate: truncate !== 'false' },
+);
+while ((await status()) !== null) await new Promise((resolve) => setTimeout(resolve, 10));
 const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
+await worker.stop();
 const job = await db.kysely.selectFrom('jobs').select(['state', 'error']).executeTakeFirstOrThrow();
 await db.destroy();
-if (!ran || job.state !== 'succeeded')
+if (job.state !== 'succeeded')
   throw new Error(`the restore did not succeed: ${job.state} ${job.error ?? ''}`);
 process.stdout.write(`${elapsedMs.toFixed(0)}\n`);

@@ -1,41 +1,89 @@
 #!/usr/bin/env bash
-# Restores a ~1 GiB archive of mixed files with Aerie's restore job and with `tar -xzf`, and
-# prints wall time and peak memory (max RSS) of each. Needs GNU time (/usr/bin/time).
+# Restores a ~1.2 GiB archive of mixed files with Aerie and with `tar -xzf`, alternating run by
+# run, and prints each run's wall time and peak memory (max RSS, from GNU time), then medians
+# with min and max and the ratio of tar's median time to Aerie's (above 1: Aerie is faster).
+# Aerie is measured end to end as a user sees it: a process with a running job worker asks for
+# the restore and waits until the server's status clears (bench/restore-run.ts).
 #
-#   bash bench/restore.sh [work dir]      (default /tmp/aerie-bench; needs ~4 GiB free)
+#   bash bench/restore.sh [work dir]      (default /tmp/aerie-bench; needs ~5 GiB free)
+#
+# RUNS (default 5) sets the number of rounds. BENCH_BUILD=DIR measures the build in DIR instead
+# of building dist/. BENCH_BEFORE=DIR also runs, in every round, the
+# compiled build in DIR (e.g. an earlier commit's dist/, which must sit beside a node_modules).
+# BENCH_TREE=DIR BENCH_ARCHIVE=FILE reuse a tree made by bench/make-tree.ts and its tar -czf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${1:-/tmp/aerie-bench}
-npm run build --silent # the restore runs Aerie's compiled build, as `aerie worker` does
-rm -rf "$WORK" && mkdir -p "$WORK/src"
+RUNS=${RUNS:-5}
+# The restore runs Aerie's compiled build, as `aerie serve` does: dist/, built now, or BENCH_BUILD.
+[ -n "${BENCH_BUILD:-}" ] || npm run build --silent
+AFTER=${BENCH_BUILD:-$PWD/dist}
+rm -rf "$WORK" && mkdir -p "$WORK"
+# The measured process runs as plain JavaScript, as `aerie serve` does (no TypeScript loader).
+node_modules/.bin/esbuild bench/restore-run.ts --format=esm --platform=node --log-level=warning \
+  --outfile="$WORK/restore-run.mjs"
+TREE=${BENCH_TREE:-$WORK/src}
+ARCHIVE=${BENCH_ARCHIVE:-$WORK/archive.tar.gz}
+if [ -z "${BENCH_TREE:-}" ]; then
+  echo "== generating the tree (mixed: many small text files, medium and large binary files)"
+  mkdir "$TREE" && node --import tsx bench/make-tree.ts "$TREE"
+  tar -czf "$ARCHIVE" -C "$TREE" .
+fi
+echo "archive: $(stat -c %s "$ARCHIVE") bytes, $(find "$TREE" -type f | wc -l) files," \
+  "$(du -sb "$TREE" | cut -f1) bytes unpacked"
+read -r SERVER VOLUME BACKUP < <(node --import tsx bench/restore-setup.ts "$WORK/data" "$ARCHIVE")
 
-echo "== generating the tree (mixed: many small text files, medium and large binary files)"
-node --import tsx bench/make-tree.ts "$WORK/src"
-tar -czf "$WORK/archive.tar.gz" -C "$WORK/src" .
-ARCHIVE_BYTES=$(stat -c %s "$WORK/archive.tar.gz")
-FILES=$(find "$WORK/src" -type f | wc -l)
-echo "archive: $ARCHIVE_BYTES bytes, $FILES files, $(du -sb "$WORK/src" | cut -f1) bytes unpacked"
-
+RESULTS="$WORK/results.txt"
+: > "$RESULTS"
 measure() { # label, command...
   local label=$1; shift
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
-  /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/out.txt"
-  read -r secs kib < "$WORK/time.txt"
-  printf '%-44s %8.2f s %10d KiB max RSS\n' "$label" "$secs" "$kib"
+  /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "$@" > "$WORK/out.txt"
+  read -r secs kib user sys < "$WORK/time.txt"
+  local cpu
+  cpu=$(echo "$user + $sys" | bc -l)
+  printf '%-34s %7.2f s %7.1f MB max RSS %7.2f s CPU\n' "$label" "$secs" "$(echo "$kib / 1024" | bc -l)" "$cpu"
+  echo "$label|$secs|$kib|$cpu" >> "$RESULTS"
+}
+empty_volume() { find "$VOLUME" -mindepth 1 -delete; }
+full_volume() { empty_volume; cp -a "$TREE/." "$VOLUME/"; }
+restore() { # label, truncate, build dir
+  local build=$3
+  BENCH_BUILD=$build measure "$1" node "$WORK/restore-run.mjs" "$WORK/data" "$SERVER" "$BACKUP" "$2"
 }
 
-for run in 1 2 3; do
+for run in $(seq 1 "$RUNS"); do
+  echo "== round $run (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   rm -rf "$WORK/tar-out" && mkdir "$WORK/tar-out"
-  measure "tar -xzf (run $run)" tar -xzf "$WORK/archive.tar.gz" -C "$WORK/tar-out"
-
-  rm -rf "$WORK/data"
-  node --import tsx bench/restore-setup.ts "$WORK/data" "$WORK/archive.tar.gz" true > /dev/null
-  measure "aerie restore, truncate (run $run)" node --import tsx bench/restore-run.ts "$WORK/data"
-
+  measure "tar -xzf" tar -xzf "$ARCHIVE" -C "$WORK/tar-out"
+  empty_volume
+  restore "aerie, truncate" true "$AFTER"
+  if [ -n "${BENCH_BEFORE:-}" ]; then
+    empty_volume
+    restore "before, truncate" true "$BENCH_BEFORE"
+  fi
   # Without truncate, onto a volume that already holds the same tree (the merge path).
-  rm -rf "$WORK/data"
-  VOLUME=$(node --import tsx bench/restore-setup.ts "$WORK/data" "$WORK/archive.tar.gz" false)
-  cp -a "$WORK/src/." "$VOLUME/"
-  measure "aerie restore, no truncate, full volume (run $run)" node --import tsx bench/restore-run.ts "$WORK/data"
+  full_volume
+  restore "aerie, no truncate, full volume" false "$AFTER"
+  if [ -n "${BENCH_BEFORE:-}" ]; then
+    full_volume
+    restore "before, no truncate, full volume" false "$BENCH_BEFORE"
+  fi
 done
-rm -rf "$WORK"
+
+echo "== medians of $RUNS runs (min-max)"
+node -e '
+const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map((l) => l.split("|"));
+const by = new Map();
+for (const [label, secs, kib, cpu] of rows) { if (!by.has(label)) by.set(label, []); by.get(label).push([+secs, +kib / 1024, +cpu]); }
+const med = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const tar = med(by.get("tar -xzf").map((r) => r[0]));
+for (const [label, runs] of by) {
+  const t = runs.map((r) => r[0]), m = runs.map((r) => r[1]), c = runs.map((r) => r[2]);
+  // Ratio of the medians, and the median of the ratios within each round (same load).
+  const rounds = t.map((secs, i) => by.get("tar -xzf")[i][0] / secs);
+  const ratio = label === "tar -xzf" ? "" : `  ${(tar / med(t)).toFixed(2)}x tar (per round: ${med(rounds).toFixed(2)}x, ${Math.min(...rounds).toFixed(2)}-${Math.max(...rounds).toFixed(2)})`;
+  console.log(`${label.padEnd(34)} ${med(t).toFixed(2)} s (${Math.min(...t).toFixed(2)}-${Math.max(...t).toFixed(2)})  ${med(m).toFixed(0)} MB (${Math.min(...m).toFixed(0)}-${Math.max(...m).toFixed(0)})  CPU ${med(c).toFixed(2)} s${ratio}`);
+}' "$RESULTS"
+rm -rf "$WORK/tar-out" "$WORK/data"
+[ -n "${BENCH_TREE:-}" ] || rm -rf "$WORK/src" "$WORK/archive.tar.gz"

@@ -54,6 +54,9 @@ const subjectColumns = new Set(
     ?.columns.map((c) => c.name) ?? [],
 );
 const copiesFilters = subjectColumns.has('event');
+const keepsCounts = (await db.kysely.introspection.getTables()).some(
+  (t) => t.name === 'activity_feed_counts',
+);
 const maxId = await db.kysely
   .selectFrom('activity_logs')
   .select((eb) => eb.fn.max('id').as('id'))
@@ -61,9 +64,18 @@ const maxId = await db.kysely
 const firstId = Number(maxId.id ?? 0) + 1;
 await runtime.close();
 
+/** The kept feed counts, recounted from the subjects rows once the bulk load is in. */
+const RECOUNT = [
+  'delete from activity_feed_counts',
+  `insert into activity_feed_counts (subject_type, subject_id, entries)
+     select subject_type, subject_id, count(*) from activity_log_subjects group by subject_type, subject_id`,
+];
+
 const OTHERS = Array.from({ length: 1000 }, () => randomUUID());
 const OTHER_EVENTS = ['auth:login', 'auth:logout', 'user:api-key.create', 'server:backup.complete'];
-const start = Date.UTC(2025, 0, 1);
+// Entries 100 ms apart, the last one a minute ago: a log as recent as a real one (and inside
+// the default retention period), whatever day it is seeded.
+const start = Date.now() - 60_000 - total * 100;
 
 /** One row: [id, batch, event, ip, actor_id, properties, timestamp, subject_id]. */
 type Row = [number, string, string, string | null, string | null, string, string, string];
@@ -165,6 +177,7 @@ if (config.database.kind === 'sqlite') {
   }
   process.stderr.write('rebuilding indexes\n');
   for (const index of indexes) sqlite.exec(index.sql);
+  if (keepsCounts) for (const statement of RECOUNT) sqlite.exec(statement);
   sqlite.pragma('wal_checkpoint(TRUNCATE)');
   sqlite.close();
 } else if (config.database.kind === 'postgres') {
@@ -191,6 +204,7 @@ if (config.database.kind === 'sqlite') {
   await client.query(
     `select setval(pg_get_serial_sequence('activity_logs', 'id'), (select max(id) from activity_logs))`,
   );
+  if (keepsCounts) for (const statement of RECOUNT) await client.query(statement);
   process.stderr.write('vacuum analyze\n');
   await client.query('vacuum analyze activity_logs');
   await client.query('vacuum analyze activity_log_subjects');
@@ -210,6 +224,7 @@ if (config.database.kind === 'sqlite') {
     await connection.commit();
     progress(to - i);
   }
+  if (keepsCounts) for (const statement of RECOUNT) await connection.query(statement);
   await connection.query('analyze table activity_logs, activity_log_subjects');
   await connection.end();
 }

@@ -14,12 +14,13 @@ import { serverRoutes } from './http/routes/servers.routes.ts';
 import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-backups.routes.ts';
 import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
+import { healthRoutes, installRequestMetrics, metricsRoute } from './http/routes/health.routes.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Runtime } from './runtime.ts';
 import type { Services } from './services.ts';
 
 /** What the HTTP app is built on: the parts of an open runtime (see `openRuntime`) it uses. */
-export type AppDeps = Pick<Runtime, 'config' | 'services' | 'counters' | 'logger'>;
+export type AppDeps = Pick<Runtime, 'config' | 'services' | 'counters' | 'logger' | 'ops'>;
 
 export interface App {
   http: FastifyInstance;
@@ -30,7 +31,7 @@ export interface App {
  * The HTTP app on a runtime's services and counters: routes, schemas, hooks. The runtime owns
  * the database and the counters; closing the app closes neither.
  */
-export async function buildApp({ config, services, counters, logger }: AppDeps): Promise<App> {
+export async function buildApp({ config, services, counters, logger, ops }: AppDeps): Promise<App> {
   // Typed as Fastify's logger interface, so routes and plugins see the usual FastifyInstance.
   const loggerInstance: FastifyBaseLogger = logger;
   const http = Fastify({
@@ -66,6 +67,8 @@ export async function buildApp({ config, services, counters, logger }: AppDeps):
     done();
   });
 
+  if (ops.metrics) installRequestMetrics(http, ops.metrics);
+
   const routes = new RouteIndex();
   http.addHook('onRoute', (route) => routes.add(route.method, route.url));
   installErrorHandling(http, routes);
@@ -93,6 +96,9 @@ export async function buildApp({ config, services, counters, logger }: AppDeps):
     },
   });
 
+  healthRoutes(http, ops.health);
+  // With AERIE_METRICS_ADDRESS the metrics are served on their own listener, not here.
+  if (ops.metrics && config.metrics.address === null) metricsRoute(http, ops.metrics);
   authRoutes(http, services);
   openApiRoutes(http);
   backupDownloadRoute(http, services);

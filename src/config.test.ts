@@ -93,3 +93,51 @@ describe('loadConfig', () => {
     );
   });
 });
+
+describe('operations settings', () => {
+  it('keeps 90 days of activity by default; 0 keeps everything', () => {
+    expect(loadConfig({}).activityRetentionDays).toBe(90);
+    expect(loadConfig({ AERIE_ACTIVITY_RETENTION_DAYS: '0' }).activityRetentionDays).toBe(0);
+    expect(loadConfig({ AERIE_ACTIVITY_RETENTION_DAYS: '365' }).activityRetentionDays).toBe(365);
+  });
+
+  it('has metrics off by default, on the API listener with AERIE_METRICS=on, or on their own address', () => {
+    expect(loadConfig({}).metrics).toEqual({ enabled: false, address: null });
+    expect(loadConfig({ AERIE_METRICS: 'off' }).metrics).toEqual({ enabled: false, address: null });
+    expect(loadConfig({ AERIE_METRICS: 'on' }).metrics).toEqual({ enabled: true, address: null });
+    expect(loadConfig({ AERIE_METRICS_ADDRESS: '127.0.0.1:9464' }).metrics).toEqual({
+      enabled: true,
+      address: { host: '127.0.0.1', port: 9464 },
+    });
+    expect(loadConfig({ AERIE_METRICS: 'ON', AERIE_METRICS_ADDRESS: '[::1]:9100' }).metrics).toEqual({
+      enabled: true,
+      address: { host: '::1', port: 9100 },
+    });
+    expect(loadConfig({ AERIE_METRICS_ADDRESS: 'metrics.internal:9464' }).metrics.address).toEqual({
+      host: 'metrics.internal',
+      port: 9464,
+    });
+  });
+
+  it.each([
+    ['AERIE_ACTIVITY_RETENTION_DAYS', '-1'],
+    ['AERIE_ACTIVITY_RETENTION_DAYS', 'forever'],
+    ['AERIE_ACTIVITY_RETENTION_DAYS', '1.5'],
+    ['AERIE_METRICS', 'yes'],
+    ['AERIE_METRICS_ADDRESS', '9464'],
+    ['AERIE_METRICS_ADDRESS', '127.0.0.1'],
+    ['AERIE_METRICS_ADDRESS', '127.0.0.1:0'],
+    ['AERIE_METRICS_ADDRESS', '127.0.0.1:70000'],
+    ['AERIE_METRICS_ADDRESS', '::1:9464'],
+    ['AERIE_METRICS_ADDRESS', 'http://127.0.0.1:9464'],
+  ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));
+  });
+
+  it('refuses a metrics address with metrics turned off', () => {
+    expect(() => loadConfig({ AERIE_METRICS: 'off', AERIE_METRICS_ADDRESS: '127.0.0.1:9464' })).toThrow(
+      /AERIE_METRICS_ADDRESS is set but AERIE_METRICS is off/,
+    );
+  });
+});

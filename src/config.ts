@@ -44,6 +44,40 @@ export interface Config {
    * slash. Pagination links are built on it; without it, on the request's Host when valid.
    */
   readonly publicUrl: string | null;
+  /** Activity older than this many days is pruned by the worker role; 0 keeps everything. */
+  readonly activityRetentionDays: number;
+  /**
+   * Prometheus metrics (AERIE_METRICS, AERIE_METRICS_ADDRESS): off, on the API's own listener at
+   * `/metrics` (address null), or on a listener of their own at `address`.
+   */
+  readonly metrics: { readonly enabled: boolean; readonly address: MetricsAddress | null };
+  /** Where backup archives are kept (AERIE_BACKUP_STORAGE): `backupsDir`, or an S3-compatible bucket. */
+  readonly backupStorage: BackupStorageConfig;
+}
+
+export type BackupStorageConfig =
+  | { readonly kind: 'local' }
+  | {
+      readonly kind: 's3';
+      readonly s3: S3Settings;
+      /** Bytes per uploaded part (AERIE_S3_PART_SIZE_MB): an archive may have 10,000 parts. */
+      readonly partSizeBytes: number;
+    };
+
+/** An S3-compatible bucket and how to reach it (plain values: a worker thread gets a copy). */
+export interface S3Settings {
+  readonly bucket: string;
+  /** null: AWS's own endpoint for the region. */
+  readonly endpoint: string | null;
+  readonly region: string;
+  readonly forcePathStyle: boolean;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+export interface MetricsAddress {
+  readonly host: string;
+  readonly port: number;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +142,77 @@ function publicUrl(raw: string | undefined): string | null {
   return url.origin + url.pathname.replace(/\/+$/, '');
 }
 
+/** AERIE_METRICS=off|on and AERIE_METRICS_ADDRESS=host:port (which needs metrics on, and implies it). */
+function metrics(env: NodeJS.ProcessEnv): Config['metrics'] {
+  const rawSwitch = env.AERIE_METRICS?.trim().toLowerCase() ?? '';
+  const rawAddress = env.AERIE_METRICS_ADDRESS?.trim() ?? '';
+  if (!['', 'on', 'off'].includes(rawSwitch))
+    throw new ConfigError(`AERIE_METRICS must be on or off, got "${env.AERIE_METRICS}"`);
+  if (rawAddress === '') return { enabled: rawSwitch === 'on', address: null };
+  if (rawSwitch === 'off')
+    throw new ConfigError('AERIE_METRICS_ADDRESS is set but AERIE_METRICS is off: unset one of them');
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(rawAddress);
+  const port = Number(match?.[3]);
+  if (match === null || port < 1 || port > 65535)
+    throw new ConfigError(
+      `AERIE_METRICS_ADDRESS must be host:port (e.g. 127.0.0.1:9464 or [::1]:9464), got "${rawAddress}"`,
+    );
+  return { enabled: true, address: { host: match[1] ?? match[2] ?? '', port } };
+}
+
+/** AERIE_BACKUP_STORAGE=local|s3; s3 needs a bucket and credentials. */
+function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
+  const kind = env.AERIE_BACKUP_STORAGE?.trim().toLowerCase() || 'local';
+  if (kind === 'local') return { kind };
+  if (kind !== 's3')
+    throw new ConfigError(`AERIE_BACKUP_STORAGE must be local or s3, got "${env.AERIE_BACKUP_STORAGE}"`);
+  const value = (name: string) => env[name]?.trim() ?? '';
+  const bucket = value('AERIE_S3_BUCKET');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket))
+    throw new ConfigError(
+      `AERIE_BACKUP_STORAGE=s3 needs AERIE_S3_BUCKET, a bucket name (letters, digits, '.', '-', '_'), got "${bucket}"`,
+    );
+  const accessKeyId = value('AWS_ACCESS_KEY_ID');
+  const secretAccessKey = value('AWS_SECRET_ACCESS_KEY');
+  if (accessKeyId === '' || secretAccessKey === '')
+    throw new ConfigError('AERIE_BACKUP_STORAGE=s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+  const region = value('AERIE_S3_REGION') || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/i.test(region))
+    throw new ConfigError(`AERIE_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  const rawStyle = value('AERIE_S3_FORCE_PATH_STYLE').toLowerCase();
+  if (!['', 'true', 'false'].includes(rawStyle))
+    throw new ConfigError(
+      `AERIE_S3_FORCE_PATH_STYLE must be true or false, got "${env.AERIE_S3_FORCE_PATH_STYLE}"`,
+    );
+  return {
+    kind,
+    partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB', 16, 5, 5120) * 1024 * 1024,
+    s3: {
+      bucket,
+      endpoint: s3Endpoint(value('AERIE_S3_ENDPOINT')),
+      region,
+      forcePathStyle: rawStyle === 'true',
+      accessKeyId,
+      secretAccessKey,
+    },
+  };
+}
+
+function s3Endpoint(raw: string): string | null {
+  if (raw === '') return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // refused below
+  }
+  if (url === null || !['http:', 'https:'].includes(url.protocol) || url.username !== '' || url.search !== '')
+    throw new ConfigError(
+      `AERIE_S3_ENDPOINT must be an http(s) URL without credentials or query, such as https://s3.example.com, got "${raw}"`,
+    );
+  return raw.replace(/\/+$/, '');
+}
+
 /** Reads the configuration once. Nothing else in Aerie reads `process.env`. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const dataDir = path.resolve(cwd, env.AERIE_DATA_DIR ?? './data');
@@ -138,6 +243,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
     requestTimeoutMs: integer(env, 'AERIE_REQUEST_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
     publicUrl: publicUrl(env.AERIE_PUBLIC_URL),
+    activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS', 90, 0, 36_500),
+    metrics: metrics(env),
+    backupStorage: backupStorage(env),
   };
   return Object.freeze(config);
 }

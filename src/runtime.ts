@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import { connect, type Db } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger, type LogDestination } from './logger.ts';
+import { createOperations, type Operations } from './ops/operations.ts';
 import { createServices, type Services } from './services.ts';
 import { MemoryCounterStore, type CounterStore } from './shared/counter-store.ts';
 import { RedisCounterStore } from './shared/redis-counter-store.ts';
@@ -26,6 +27,8 @@ export interface Runtime {
   readonly counters: CounterStore;
   readonly logger: Logger;
   readonly services: Services;
+  /** Readiness checks, metrics (when on) and retention (which the worker role starts). */
+  readonly ops: Operations;
   /** The migrations applied while opening, by name; none when the schema was up to date. */
   readonly migrations: readonly string[];
   /** Closes what `openRuntime` opened: the job listener and counters first, then the database. Safe to call twice. */
@@ -38,10 +41,12 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   const db = connect(config.database);
   let counters: CounterStore | undefined;
   let services: Services | undefined;
+  let ops: Operations | undefined;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       try {
+        await ops?.close();
         await services?.jobWakeups.close();
         await counters?.close();
       } finally {
@@ -54,8 +59,24 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       .filter((r) => r.status === 'Success')
       .map((r) => r.migrationName);
     counters = config.redisUrl === null ? new MemoryCounterStore() : new RedisCounterStore(config.redisUrl);
-    services = createServices({ config, db, clock: options.clock ?? systemClock, counters, logger });
-    return { config, db, counters, logger, services, migrations, close };
+    const clock = options.clock ?? systemClock;
+    services = createServices({
+      config,
+      db,
+      clock,
+      counters,
+      logger,
+      ...(config.metrics.enabled ? { jobObserver: { jobEnded: (end) => ops?.metrics?.jobEnded(end) } } : {}),
+    });
+    ops = createOperations({
+      config,
+      db,
+      clock,
+      logger,
+      jobKinds: Object.keys(services.jobHandlers),
+      backupStorage: services.backupStorage,
+    });
+    return { config, db, counters, logger, services, ops, migrations, close };
   } catch (error) {
     await close();
     throw error;

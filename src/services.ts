@@ -21,11 +21,18 @@ import { loadAppKey } from './shared/app-key.ts';
 import { RestoreJob } from './backups/restore.job.ts';
 import { JobRepository } from './jobs/job.repository.ts';
 import { JobWakeups } from './jobs/job-wakeups.ts';
+import type { JobObserver } from './jobs/job-observer.ts';
 import { PgJobListener } from './jobs/pg-job-listener.ts';
 import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
+import { DEFAULT_NODE } from './servers/node-name.ts';
 import { ServerAccessService } from './servers/server-access.ts';
 import { ServerQueryService } from './servers/server-query.service.ts';
-import { LocalBackupStorage } from './storage/backup-storage.ts';
+import {
+  LocalBackupStorage,
+  UnavailableBackupStorage,
+  type BackupStorage,
+} from './storage/backup-storage.ts';
+import { S3BackupStorage } from './storage/s3-backup-storage.ts';
 import { ServerRepository } from './servers/server.repository.ts';
 import { ServerService } from './servers/server.service.ts';
 import { SubuserRepository } from './servers/subuser.repository.ts';
@@ -39,6 +46,8 @@ export interface ServiceDeps {
   clock: Clock;
   counters: CounterStore;
   logger?: Logger;
+  /** Told of every attempt at a job that ends (metrics). */
+  jobObserver?: JobObserver;
 }
 
 /** Wires repositories into services; the HTTP app and the CLI both start here. */
@@ -48,6 +57,7 @@ export function createServices({
   clock,
   counters,
   logger = pino({ level: 'silent' }),
+  jobObserver,
 }: ServiceDeps) {
   const kysely = db.kysely;
   const transaction = transactorFor(kysely);
@@ -96,7 +106,19 @@ export function createServices({
     db.kind === 'postgres' ? new PgJobListener(config.database.url, logger) : undefined,
   );
   const jobs = new JobRepository(kysely, db.kind, transaction, jobWakeups);
-  const storage = new LocalBackupStorage(config.backupsDir);
+  const localStorage = new LocalBackupStorage(config.backupsDir);
+  // New backups go to `storage`; an existing one is read from the store its `disk` names, so
+  // that backups made before AERIE_BACKUP_STORAGE changed stay usable where they can be.
+  const storage: BackupStorage =
+    config.backupStorage.kind === 's3'
+      ? new S3BackupStorage(config.backupStorage.s3, {
+          scratchDir: config.backupsDir,
+          partSize: config.backupStorage.partSizeBytes,
+          clock,
+        })
+      : localStorage;
+  const storageOf = (disk: string): BackupStorage =>
+    disk === storage.disk ? storage : disk === 'local' ? localStorage : new UnavailableBackupStorage('s3');
   const backupRepository = new BackupRepository(kysely);
   const backupRestore = new BackupRestoreService({
     servers: serverRepository,
@@ -116,6 +138,7 @@ export function createServices({
     jobs,
     activity,
     storage,
+    storageOf,
     signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
     transaction,
     clock,
@@ -137,23 +160,26 @@ export function createServices({
       servers: serverRepository,
       users: userRepository,
       activity,
-      storage,
+      storageOf,
       transaction,
       clock,
       volumesDir: config.volumesDir,
       logger,
     }),
   };
-  const createWorker = (node = defaultNodeName()) =>
+  /** A worker for the jobs of `onlyNode`'s servers (and of no server), named `name` in logs and leases. */
+  const createWorker = (name = defaultNodeName(), onlyNode = DEFAULT_NODE) =>
     new Worker({
       jobs,
       handlers: jobHandlers,
       clock,
       logger,
-      node,
+      node: name,
+      onlyNode,
       pollMs: config.workerPollMs,
       wakeups: jobWakeups,
       leaseMs: config.jobLeaseMs,
+      ...(jobObserver ? { observer: jobObserver } : {}),
       timeoutMs: config.jobTimeoutMs,
     });
   return {
@@ -170,6 +196,8 @@ export function createServices({
     jobs,
     jobHandlers,
     jobWakeups,
+    /** Where backup archives are kept (readiness checks that it takes a write). */
+    backupStorage: storage,
     createWorker,
   };
 }

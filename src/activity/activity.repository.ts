@@ -48,6 +48,11 @@ export interface FeedRow extends ActivityLogRow {
   actor_last_name: string | null;
 }
 
+/** Code-unit order, the same on every engine and in every locale. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 type FeedQuery = SelectQueryBuilder<Database & { s: Database['activity_log_subjects'] }, 's', object>;
 
 /**
@@ -66,7 +71,12 @@ export class ActivityRepository {
     private readonly kind: DatabaseKind,
   ) {}
 
+  /**
+   * Writes an entry, its subjects rows and its feeds' counts together: in the caller's
+   * transaction, or in one of its own.
+   */
   async insert(entry: NewActivity, db: Executor = this.db): Promise<number> {
+    if (!db.isTransaction) return db.transaction().execute((trx) => this.insert(entry, trx));
     const id = await insertReturningId(
       this.kind,
       db.insertInto('activity_logs').values({
@@ -96,7 +106,72 @@ export class ActivityRepository {
         })),
       )
       .execute();
+    await this.addToCounts(db, [...subjects.values()], 1);
     return id;
+  }
+
+  /**
+   * Adds `delta` entries to each subject's feed count. The rows are written in one order
+   * (type, then id), so two transactions touching the same feeds wait for each other rather
+   * than deadlock.
+   */
+  private async addToCounts(db: Executor, subjects: readonly Subject[], delta: number): Promise<void> {
+    const rows = [...subjects]
+      .sort((a, b) => (a.type === b.type ? compare(a.id, b.id) : compare(a.type, b.type)))
+      .map((s) => ({ subject_type: s.type, subject_id: s.id, entries: delta }));
+    const insert = db.insertInto('activity_feed_counts').values(rows);
+    await (
+      this.kind === 'mysql'
+        ? insert.onDuplicateKeyUpdate({ entries: sql`entries + values(entries)` })
+        : insert.onConflict((oc) =>
+            oc
+              .columns(['subject_type', 'subject_id'])
+              .doUpdateSet({ entries: sql`activity_feed_counts.entries + excluded.entries` }),
+          )
+    ).execute();
+  }
+
+  /**
+   * Deletes up to `limit` of the oldest entries written before `before`, with their subjects
+   * rows, and takes them off their feeds' counts, in one transaction. Returns how many entries
+   * it deleted: fewer than `limit` once none is left.
+   */
+  async deleteOlderThan(before: string, limit: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const ids = (
+        await trx
+          .selectFrom('activity_logs')
+          .select('id')
+          .where('timestamp', '<', before)
+          .orderBy('timestamp')
+          .orderBy('id')
+          .limit(limit)
+          .execute()
+      ).map((row) => Number(row.id));
+      if (ids.length === 0) return 0;
+      const feeds = await trx
+        .selectFrom('activity_log_subjects')
+        .select(['subject_type', 'subject_id', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('activity_log_id', 'in', ids)
+        .groupBy(['subject_type', 'subject_id'])
+        .orderBy('subject_type')
+        .orderBy('subject_id')
+        .execute();
+      await trx.deleteFrom('activity_log_subjects').where('activity_log_id', 'in', ids).execute();
+      await trx.deleteFrom('activity_logs').where('id', 'in', ids).execute();
+      // The counts last, as `insert` takes them last: on MariaDB the deletes above can wait for an
+      // insert of new entries (next-key locks past the deleted range), and that insert must never
+      // be left waiting for a count row held here, or one of the two dies in a deadlock.
+      for (const feed of feeds) {
+        await trx
+          .updateTable('activity_feed_counts')
+          .set({ entries: sql`entries - ${Number(feed.n)}` })
+          .where('subject_type', '=', feed.subject_type)
+          .where('subject_id', '=', feed.subject_id)
+          .execute();
+      }
+      return ids.length;
+    });
   }
 
   /**
@@ -120,7 +195,20 @@ export class ActivityRepository {
       .$if(typeof filter.actorId === 'string', (q) => q.where('s.actor_id', '=', filter.actorId ?? ''));
   }
 
+  /**
+   * How many entries the filtered feed holds: the feed's kept count when nothing narrows it,
+   * else a count of the caller's index range.
+   */
   async count(filter: FeedFilter): Promise<number> {
+    if (filter.event === undefined && filter.ip === undefined && filter.actorId === undefined) {
+      const kept = await this.db
+        .selectFrom('activity_feed_counts')
+        .select('entries')
+        .where('subject_type', '=', filter.subject.type)
+        .where('subject_id', '=', filter.subject.id)
+        .executeTakeFirst();
+      return Number(kept?.entries ?? 0);
+    }
     const row = await this.feed(filter)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow();

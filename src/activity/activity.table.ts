@@ -27,3 +27,10 @@ export interface ActivityLogSubjectTable {
   ip: string | null;
   actor_id: string | null;
 }
+
+/** How many entries a feed holds: written in the transaction that adds or deletes them. */
+export interface ActivityFeedCountTable {
+  subject_type: string;
+  subject_id: string;
+  entries: number;
+}

@@ -19,6 +19,8 @@ export class ApiKeyRepository {
   }
 
   findByIdentifier(identifier: string, db: Executor = this.db): Promise<ApiKeyRow | undefined> {
+    // No identifier holds a NUL, and PostgreSQL refuses one in a query's text.
+    if (identifier.includes('\0')) return Promise.resolve(undefined);
     return db.selectFrom('api_keys').selectAll().where('identifier', '=', identifier).executeTakeFirst();
   }
 

@@ -27,7 +27,12 @@ export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 export const MAX_ALLOWED_IPS = 50;
 
 export const CreateApiKeyBodySchema = Type.Object({
-  description: Type.String({ maxLength: 500, default: '' }),
+  // No NUL: PostgreSQL text cannot hold one, and the description must read the same everywhere.
+  description: Type.String({
+    maxLength: 500,
+    default: '',
+    pattern: '^[^\\u0000]*$',
+  }),
   allowed_ips: Type.Array(
     Type.String({
       format: 'ip-or-cidr',

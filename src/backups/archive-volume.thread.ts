@@ -1,19 +1,33 @@
 /** Thread entry for `archiveVolume`: walks, filters and compresses a volume off the main thread. */
 import { workerData } from 'node:worker_threads';
 import { runThreadWork } from '../shared/thread.ts';
+import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import type { Progress } from '../storage/archive.types.ts';
-import { createArchive } from '../storage/create-archive.ts';
+import { createArchive, type ArchiveSink } from '../storage/create-archive.ts';
 import type { ArchiveVolumeInput } from './archive-volume.ts';
 import { ignoreMatcher } from './ignore-patterns.ts';
 
 const input = workerData as ArchiveVolumeInput;
-runThreadWork<Awaited<ReturnType<typeof createArchive>>, Progress>((signal, post) =>
-  createArchive(
-    input.volume,
-    input.output,
-    input.reportProgress ? post : undefined,
-    ignoreMatcher(input.ignored),
-    {},
-    signal,
-  ),
-);
+lowerThreadPriority(); // the walk and the tar: background work, behind the thread answering HTTP
+runThreadWork<Awaited<ReturnType<typeof createArchive>>, Progress>(async (signal, post) => {
+  const { output } = input;
+  // An S3 target is uploaded from this thread, part by part, as the archive is compressed. The S3
+  // client is loaded only then (about 80 ms of CPU and 20 MB that a local backup does without).
+  const sink: string | ArchiveSink =
+    output.kind === 'file'
+      ? output.path
+      : (await import('../storage/s3-object.ts')).s3UploadSink(output.upload);
+  try {
+    return await createArchive(
+      input.volume,
+      sink,
+      input.reportProgress ? post : undefined,
+      ignoreMatcher(input.ignored),
+      {},
+      signal,
+    );
+  } catch (error) {
+    if (typeof sink !== 'string') await sink.discard(); // also when the volume could not be opened
+    throw error;
+  }
+});

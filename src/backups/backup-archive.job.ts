@@ -1,8 +1,8 @@
-import fs from 'node:fs/promises';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { ActivityEvent } from '../activity/activity.events.ts';
 import type { Transactor } from '../db/executor.ts';
 import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobResult } from '../jobs/job-observer.ts';
 import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
@@ -32,22 +32,25 @@ export interface BackupArchiveJobDeps {
 export class BackupArchiveJob implements JobHandler<Payload> {
   constructor(private readonly deps: BackupArchiveJobDeps) {}
 
-  async run(job: JobContext<Payload>): Promise<void> {
+  /** Archives, and says how many bytes the archive holds. */
+  async run(job: JobContext<Payload>): Promise<JobResult> {
     const { serverId, backupId } = job.payload;
     const backup = await this.deps.backups.findOfServer(serverId, backupId);
-    if (backup === undefined) return; // deleted while queued: nothing to do
-    const scratch = await this.deps.storage.scratchFile(serverId, backupId);
+    if (backup === undefined) return {}; // deleted while queued: nothing to do
+    // A scratch file to move into place, or (S3) an upload made while the archive is written.
+    const target = await this.deps.storage.newArchive(serverId, backupId);
     try {
-      const summary = await archiveVolume(this.deps.volumeOf({ id: serverId }), scratch, {
+      const summary = await archiveVolume(this.deps.volumeOf({ id: serverId }), target, {
         ignored: backup.ignoredFiles,
         signal: job.signal,
       });
-      await this.deps.storage.put(serverId, backupId, scratch);
+      await this.deps.storage.keep(serverId, backupId, target);
       await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
         this.deps.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),
       );
+      return { bytes: summary.archiveBytes };
     } finally {
-      await fs.rm(scratch, { force: true });
+      await this.deps.storage.discard(target);
     }
   }
 
@@ -57,6 +60,9 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     await this.record(job, 'server:backup.fail', { name: backup.name, reason }, (trx, now) =>
       this.deps.backups.markFailed(backup.id, now, trx),
     );
+    // A failed backup keeps no archive: one stored before a later step failed is removed. If the
+    // store cannot be reached now, the object stays until the backup is deleted.
+    await this.deps.storage.delete(backup.serverId, backup.id).catch(() => undefined);
   }
 
   private async record(

@@ -46,7 +46,10 @@ export interface BackupManagementDeps {
   access: ServerAccessService;
   jobs: JobRepository;
   activity: ActivityService;
+  /** Where new backups are stored. */
   storage: BackupStorage;
+  /** The store an existing backup's archive is in, by its `disk`. */
+  storageOf: (disk: string) => BackupStorage;
   signer: DownloadSigner;
   transaction: Transactor;
   clock: Clock;
@@ -89,7 +92,7 @@ export class BackupManagementService {
       serverId: server.id,
       name: body.name?.trim() ? body.name.trim() : `Backup at ${now.slice(0, 19).replace('T', ' ')}`,
       ignoredFiles: parseIgnored(body.ignored ?? ''),
-      disk: 'local',
+      disk: this.deps.storage.disk,
       sha256: null,
       bytes: 0,
       isSuccessful: false,
@@ -137,7 +140,7 @@ export class BackupManagementService {
   }
 
   async delete(context: AuthenticatedContext, access: ServerAccess, backup: Backup): Promise<void> {
-    const { backups, activity, storage, transaction, logger } = this.deps;
+    const { backups, activity, storageOf, transaction, logger } = this.deps;
     if (backup.isLocked) throw new DisplayError('Cannot delete a backup that is marked as locked.');
     if (backup.completedAt === null) {
       throw new ConflictError('This backup is still being made; it can be deleted once it is done.');
@@ -148,20 +151,35 @@ export class BackupManagementService {
       await activity.record(context, entry(context, 'server:backup.delete', backup), trx);
     });
     // The record is gone; an archive left behind by a failed delete is only wasted space.
-    await storage.delete(backup.serverId, backup.id).catch((error: unknown) => {
-      logger.warn({ err: error, backup: backup.id }, 'could not delete a backup archive');
-    });
+    await storageOf(backup.disk)
+      .delete(backup.serverId, backup.id)
+      .catch((error: unknown) => {
+        logger.warn({ err: error, backup: backup.id }, 'could not delete a backup archive');
+      });
   }
 
-  /** A link (under `baseUrl`) that downloads the archive without credentials, for 15 minutes. */
+  /**
+   * A link that downloads the archive without credentials, for 15 minutes: presigned by the
+   * store when it can (S3), else under `baseUrl`, signed by Aerie.
+   */
   async downloadLink(context: AuthenticatedContext, backup: Backup, baseUrl: string): Promise<string> {
     if (!backup.isSuccessful) {
       throw new DisplayError('This backup cannot be downloaded: not completed or failed.');
     }
+    const presigned = await this.deps
+      .storageOf(backup.disk)
+      .downloadUrl(backup.serverId, backup.id, DOWNLOAD_LINK_SECONDS, downloadName(backup))
+      .catch((error: unknown) => {
+        if (error instanceof ArchiveError)
+          throw new DisplayError('This backup cannot be downloaded: its archive is not available here.');
+        throw error;
+      });
     const expires = Math.floor(this.deps.clock().getTime() / 1000) + DOWNLOAD_LINK_SECONDS;
-    const token = this.deps.signer.sign({ serverId: backup.serverId, backupId: backup.id, expires });
+    const url =
+      presigned ??
+      `${baseUrl}/download/backup?token=${this.deps.signer.sign({ serverId: backup.serverId, backupId: backup.id, expires })}`;
     await this.deps.activity.record(context, entry(context, 'server:backup.download', backup));
-    return `${baseUrl}/download/backup?token=${token}`;
+    return url;
   }
 
   /** The archive a download link points at. */
@@ -170,9 +188,8 @@ export class BackupManagementService {
     if (grant === null) throw new ForbiddenError('This download link is invalid or has expired.');
     const backup = await this.deps.backups.findOfServer(grant.serverId, grant.backupId);
     if (backup === undefined || !backup.isSuccessful) throw new NotFoundError();
-    const stream = await this.deps.storage.get(grant.serverId, grant.backupId);
-    const filename = `${backup.name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 100) || 'backup'}.tar.gz`;
-    return { stream, filename, bytes: backup.bytes };
+    const stream = await this.deps.storageOf(backup.disk).get(grant.serverId, grant.backupId);
+    return { stream, filename: downloadName(backup), bytes: backup.bytes };
   }
 
   /** Stores an existing .tar.gz as a backup of a server, after reading it through to prove it whole. */
@@ -191,9 +208,17 @@ export class BackupManagementService {
         throw new BadRequestError(`${file} cannot be imported: ${error.message}.`);
       throw error;
     }
-    return this.store(server, name, async (scratch) => {
-      await fs.copyFile(file, scratch);
-      return sha256File(scratch);
+    const { storage } = this.deps;
+    return this.store(server, name, async (id) => {
+      const scratch = await storage.scratchFile(server.id, id);
+      try {
+        await fs.copyFile(file, scratch);
+        const summary = await sha256File(scratch);
+        await storage.put(server.id, id, scratch);
+        return summary;
+      } finally {
+        await fs.rm(scratch, { force: true });
+      }
     });
   }
 
@@ -204,13 +229,21 @@ export class BackupManagementService {
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
     const server = await this.serverFor(serverRef);
-    return this.store(server, name, async (scratch) => {
-      const summary = await archiveVolume(
-        this.deps.volumeOf(server),
-        scratch,
-        onProgress ? { onProgress } : {},
-      );
-      return { sha256: summary.sha256, bytes: summary.archiveBytes };
+    const { storage } = this.deps;
+    return this.store(server, name, async (id) => {
+      // A scratch file moved into place, or (S3) an upload made while the archive is written.
+      const target = await storage.newArchive(server.id, id);
+      try {
+        const summary = await archiveVolume(
+          this.deps.volumeOf(server),
+          target,
+          onProgress ? { onProgress } : {},
+        );
+        await storage.keep(server.id, id, target);
+        return { sha256: summary.sha256, bytes: summary.archiveBytes };
+      } finally {
+        await storage.discard(target);
+      }
     });
   }
 
@@ -220,39 +253,38 @@ export class BackupManagementService {
     return server;
   }
 
-  /** Writes the archive into scratch space with `write`, stores it, and records a finished backup. */
+  /** Stores the archive of a new backup with `write`, then records the finished backup. */
   private async store(
     server: ServerRow,
     name: string,
-    write: (scratch: string) => Promise<{ sha256: string; bytes: number }>,
+    write: (id: string) => Promise<{ sha256: string; bytes: number }>,
   ): Promise<BackupRecord> {
     const { storage, backups, clock } = this.deps;
     const id = randomUUID();
-    const scratch = await storage.scratchFile(server.id, id);
-    try {
-      const { sha256, bytes } = await write(scratch);
-      await storage.put(server.id, id, scratch);
-      const now = toStoredTime(clock());
-      const trimmed = name.trim();
-      const backup: Backup = {
-        id,
-        serverId: server.id,
-        name: trimmed === '' ? `Backup at ${now}` : trimmed.slice(0, 191),
-        ignoredFiles: [],
-        disk: 'local',
-        sha256,
-        bytes,
-        isSuccessful: true,
-        isLocked: false,
-        createdAt: now,
-        completedAt: now,
-      };
-      await backups.insert(backup);
-      return { uuid: id, name: backup.name, bytes, checksum: `sha256:${sha256}` };
-    } finally {
-      await fs.rm(scratch, { force: true });
-    }
+    const { sha256, bytes } = await write(id);
+    const now = toStoredTime(clock());
+    const trimmed = name.trim();
+    const backup: Backup = {
+      id,
+      serverId: server.id,
+      name: trimmed === '' ? `Backup at ${now}` : trimmed.slice(0, 191),
+      ignoredFiles: [],
+      disk: storage.disk,
+      sha256,
+      bytes,
+      isSuccessful: true,
+      isLocked: false,
+      createdAt: now,
+      completedAt: now,
+    };
+    await backups.insert(backup);
+    return { uuid: id, name: backup.name, bytes, checksum: `sha256:${sha256}` };
   }
+}
+
+/** The file name a download is saved under. */
+function downloadName(backup: Backup): string {
+  return `${backup.name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 100) || 'backup'}.tar.gz`;
 }
 
 function entry(context: AuthenticatedContext, event: ActivityEvent, backup: Backup) {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Transactor } from '../db/executor.ts';
 import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobResult } from '../jobs/job-observer.ts';
 import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { RequestContext } from '../shared/context.ts';
@@ -34,7 +35,8 @@ export interface RestoreJobDeps {
   servers: ServerRepository;
   users: UserRepository;
   activity: ActivityService;
-  storage: BackupStorage;
+  /** The store a backup's archive is in, by the backup's `disk`. */
+  storageOf: (disk: string) => BackupStorage;
   transaction: Transactor;
   clock: Clock;
   volumesDir: string;
@@ -50,7 +52,8 @@ export interface RestoreJobDeps {
 export class RestoreJob implements JobHandler<Payload> {
   constructor(private readonly deps: RestoreJobDeps) {}
 
-  async run(job: JobContext<Payload>): Promise<void> {
+  /** Restores, and says how many bytes of file content it wrote to the volume. */
+  async run(job: JobContext<Payload>): Promise<JobResult> {
     const { serverId, backupId, truncate } = job.payload;
     const paths = restorePaths(this.deps.volumesDir, serverId, job.id, job.attempt);
     const recovered = await this.recoverEarlierAttempts(job);
@@ -63,14 +66,14 @@ export class RestoreJob implements JobHandler<Payload> {
         name: backup.name,
         ...this.completionDetails(job, recovered.report),
       });
-      return;
+      return recovered.report === null ? {} : { bytes: recovered.report.bytes };
     }
     const server = await this.deps.servers.findByReference(serverId);
     const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
-    // Extraction runs in a worker thread; the job's signal ends it and removes its staging.
-    const report = await this.deps.storage.withLocalFile(serverId, backupId, (archive) =>
-      stageRestoreInThread(paths, archive, { truncate, maxBytes, signal: job.signal }),
-    );
+    // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
+    // from S3); the job's signal ends it and removes its staging.
+    const archive = await this.deps.storageOf(backup.disk).locate(serverId, backupId);
+    const report = await stageRestoreInThread(paths, archive, { truncate, maxBytes, signal: job.signal });
     // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
     if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
       await recoverRestore(paths);
@@ -86,6 +89,7 @@ export class RestoreJob implements JobHandler<Payload> {
       name: backup.name,
       ...this.completionDetails(job, report),
     });
+    return { bytes: report.bytes };
   }
 
   /**

@@ -1,4 +1,8 @@
-import type { ActivityLogSubjectTable, ActivityLogTable } from '../activity/activity.table.ts';
+import type {
+  ActivityFeedCountTable,
+  ActivityLogSubjectTable,
+  ActivityLogTable,
+} from '../activity/activity.table.ts';
 import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { SessionTable } from '../auth/session.table.ts';
@@ -13,6 +17,7 @@ export interface Database {
   api_keys: ApiKeyTable;
   activity_logs: ActivityLogTable;
   activity_log_subjects: ActivityLogSubjectTable;
+  activity_feed_counts: ActivityFeedCountTable;
   servers: ServerTable;
   subusers: SubuserTable;
   backups: BackupTable;

@@ -3,6 +3,10 @@ import type { Db } from './connection.ts';
 import { initialMigration } from './migrations/2026_11_22_000000_initial.ts';
 import { userNumbersMigration } from './migrations/2026_11_23_000000_user_numbers.ts';
 import { feedFilterColumnsMigration } from './migrations/2026_11_24_000000_feed_filter_columns.ts';
+import { exactTextMigration } from './migrations/2026_11_25_000000_exact_text.ts';
+import { feedCountsMigration } from './migrations/2026_11_28_000000_feed_counts.ts';
+import { serverNodesMigration } from './migrations/2026_11_26_000000_server_nodes.ts';
+import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retention_indexes.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 function migrations(db: Db): Record<string, Migration> {
@@ -10,7 +14,16 @@ function migrations(db: Db): Record<string, Migration> {
     '2026_11_22_000000_initial': initialMigration(db.kind),
     '2026_11_23_000000_user_numbers': userNumbersMigration(db.kind),
     '2026_11_24_000000_feed_filter_columns': feedFilterColumnsMigration(db.kind),
+    '2026_11_25_000000_exact_text': exactTextMigration(db.kind),
+    '2026_11_26_000000_server_nodes': serverNodesMigration(db.kind),
+    '2026_11_27_000000_retention_indexes': retentionIndexesMigration(),
+    '2026_11_28_000000_feed_counts': feedCountsMigration(db.kind),
   };
+}
+
+/** The names of every migration this build knows, in order (readiness checks they have all run). */
+export function knownMigrations(db: Db): string[] {
+  return Object.keys(migrations(db)).sort();
 }
 
 export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
@@ -20,6 +33,9 @@ export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
     provider,
     migrationTableName: 'aerie_migrations',
     migrationLockTableName: 'aerie_migrations_lock',
+    // A database migrated by a build that lacked a migration older than its newest one (work
+    // that landed out of date order) gets the missing one too, instead of being refused.
+    allowUnorderedMigrations: true,
   });
   const result = await migrator.migrateToLatest();
   if (result.error !== undefined) {

@@ -1,7 +1,12 @@
+import { randomUUID } from 'node:crypto';
+
 /** What tells this process about jobs queued elsewhere (on PostgreSQL: LISTEN, `PgJobListener`). */
 export interface RemoteJobSignal {
-  /** Starts calling `wake` whenever another process may have queued a job. */
-  start(wake: () => void): void;
+  /**
+   * Starts calling `wake` whenever another process may have queued a job, with the `sender` that
+   * queued it (empty when unknown).
+   */
+  start(wake: (sender: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -16,6 +21,11 @@ export interface RemoteJobSignal {
  */
 export class JobWakeups {
   private readonly listeners = new Set<() => void>();
+  /**
+   * Names this process's jobs on the remote signal: its own workers were woken in-process at the
+   * commit, so the echo of its own NOTIFY is ignored.
+   */
+  readonly sender = randomUUID();
 
   constructor(private readonly remote?: RemoteJobSignal) {}
 
@@ -26,7 +36,10 @@ export class JobWakeups {
   /** Calls `listener` on every wake-up until the returned function is called. */
   subscribe(listener: () => void): () => Promise<void> {
     this.listeners.add(listener);
-    if (this.listeners.size === 1) this.remote?.start(() => this.notify());
+    if (this.listeners.size === 1)
+      this.remote?.start((sender) => {
+        if (sender !== this.sender) this.notify();
+      });
     return async () => {
       if (!this.listeners.delete(listener) || this.listeners.size > 0) return;
       await this.remote?.stop();

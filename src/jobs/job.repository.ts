@@ -23,11 +23,13 @@ export class JobRepository {
   ) {}
 
   /**
-   * Queues a job, in `db`'s transaction if it is one. Workers hear of it once it commits, not at
-   * their next poll: those of this process through `wakeups`, and on PostgreSQL those of every
-   * process through a NOTIFY, which PostgreSQL delivers at commit (and drops on rollback).
+   * Queues a job, in `db`'s transaction if it is one, for the workers of its server's node (a
+   * job of no server is for any node's). Workers hear of it once it commits, not at their next
+   * poll: those of this process through `wakeups`, and on PostgreSQL those of every process
+   * through a NOTIFY, which PostgreSQL delivers at commit (and drops on rollback).
    */
   async enqueue(job: NewJob, now: string, db: Executor = this.db): Promise<number> {
+    const serverId = serverOf(job);
     const id = await insertReturningId(
       this.kind,
       db.insertInto('jobs').values({
@@ -35,6 +37,11 @@ export class JobRepository {
         payload: JSON.stringify(job.payload),
         state: 'queued',
         batch: job.batch,
+        // Read in the enqueuing transaction; null when the job is of no server (or of none known).
+        node:
+          serverId === null
+            ? null
+            : db.selectFrom('servers').select('servers.node').where('servers.id', '=', serverId),
         attempts: 0,
         max_attempts: job.maxAttempts ?? 3,
         run_at: now,
@@ -46,7 +53,8 @@ export class JobRepository {
         finished_at: null,
       }),
     );
-    if (this.kind === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, '')`.execute(db);
+    if (this.kind === 'postgres')
+      await sql`select pg_notify(${JOBS_CHANNEL}, ${this.wakeups?.sender ?? ''})`.execute(db);
     const wakeups = this.wakeups;
     if (wakeups !== undefined) afterCommit(db, () => wakeups.notify());
     return id;
@@ -57,18 +65,20 @@ export class JobRepository {
   }
 
   /**
-   * Claims the oldest job that is due, or whose worker's lease has run out, for `owner`.
-   * PostgreSQL and MariaDB skip rows other workers hold locked; on every engine the UPDATE
-   * re-checks that the job is still claimable, so two workers can never both win it.
+   * Claims the oldest job that is due, or whose worker's lease has run out, for `owner`: of
+   * `node`'s servers or of no server, or any job when `node` is not given. PostgreSQL and MariaDB
+   * skip rows other workers hold locked; on every engine the UPDATE re-checks that the job is
+   * still claimable, so two workers can never both win it.
    */
-  async claim(owner: string, now: string, leaseUntil: string): Promise<JobRow | undefined> {
-    if (this.kind === 'sqlite') return this.claimOnSqlite(owner, now, leaseUntil);
+  async claim(owner: string, now: string, leaseUntil: string, node?: string): Promise<JobRow | undefined> {
+    if (this.kind === 'sqlite') return this.claimOnSqlite(owner, now, leaseUntil, node);
     for (let tries = 0; tries < 5; tries++) {
       const claimed = await this.transaction(async (trx) => {
         const candidate = await trx
           .selectFrom('jobs')
           .select('id')
           .where((eb) => claimable(eb, now))
+          .$if(node !== undefined, (q) => q.where((eb) => ofNode(eb, node!)))
           .orderBy('id')
           .limit(1)
           .forUpdate()
@@ -96,7 +106,12 @@ export class JobRepository {
    * sharing the file queue up. A transaction that read first and wrote second would instead fail
    * with SQLITE_BUSY whenever another process committed in between.
    */
-  private async claimOnSqlite(owner: string, now: string, leaseUntil: string): Promise<JobRow | undefined> {
+  private async claimOnSqlite(
+    owner: string,
+    now: string,
+    leaseUntil: string,
+    node: string | undefined,
+  ): Promise<JobRow | undefined> {
     const row = await this.db
       .updateTable('jobs')
       .set((eb) => claimedBy(eb, owner, now, leaseUntil))
@@ -112,6 +127,11 @@ export class JobRepository {
                 inner('candidate.lease_expires_at', '<', now),
               ]),
             ]),
+          )
+          .$if(node !== undefined, (q) =>
+            q.where((inner) =>
+              inner.or([inner('candidate.node', '=', node!), inner('candidate.node', 'is', null)]),
+            ),
           )
           .orderBy('candidate.id')
           .limit(1),
@@ -176,6 +196,17 @@ function claimable(eb: ExpressionBuilder<Database, 'jobs'>, now: string) {
     eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]),
     eb.and([eb('state', '=', 'running'), eb('lease_expires_at', '<', now)]),
   ]);
+}
+
+/** A job of `node`'s servers, or of no server. */
+function ofNode(eb: ExpressionBuilder<Database, 'jobs'>, node: string) {
+  return eb.or([eb('node', '=', node), eb('node', 'is', null)]);
+}
+
+/** The server a job is about, from its payload; null for a kind of job that has none. */
+function serverOf(job: NewJob): string | null {
+  const payload: object = job.payload;
+  return 'serverId' in payload && typeof payload.serverId === 'string' ? payload.serverId : null;
 }
 
 function claimedBy(eb: ExpressionBuilder<Database, 'jobs'>, owner: string, now: string, leaseUntil: string) {

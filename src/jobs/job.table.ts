@@ -10,6 +10,11 @@ export interface JobTable {
   state: JobState;
   /** The activity batch of the request that queued the job; its entries share it. */
   batch: string;
+  /**
+   * The node of the job's server, copied when it is queued: only that node's workers run it.
+   * Null for a job of no server, which a worker of any node may run.
+   */
+  node: string | null;
   attempts: number;
   max_attempts: number;
   run_at: string;

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type Pg from 'pg';
 import type { Logger } from 'pino';
 import type { RemoteJobSignal } from './job-wakeups.ts';
 
@@ -17,7 +18,7 @@ const LAST_RETRY_MS = 5000;
  * while nobody listened. Between, the workers' poll still finds every job.
  */
 export class PgJobListener implements RemoteJobSignal {
-  private client: pg.Client | undefined;
+  private client: Pg.Client | undefined;
   private retry: NodeJS.Timeout | undefined;
   /** Bumped by start and stop, so that a connection from an earlier start never reconnects. */
   private generation = 0;
@@ -28,7 +29,7 @@ export class PgJobListener implements RemoteJobSignal {
     private readonly logger: Logger,
   ) {}
 
-  start(wake: () => void): void {
+  start(wake: (sender: string) => void): void {
     this.generation += 1;
     this.retryMs = FIRST_RETRY_MS;
     this.listen(wake, this.generation);
@@ -42,7 +43,8 @@ export class PgJobListener implements RemoteJobSignal {
     await client?.end().catch(() => undefined);
   }
 
-  private listen(wake: () => void, generation: number): void {
+  private listen(wake: (sender: string) => void, generation: number): void {
+    const pg = createRequire(import.meta.url)('pg') as typeof Pg; // loaded by PostgreSQL users only
     const client = new pg.Client({ connectionString: this.url, keepAlive: true });
     this.client = client;
     let dropped = false;
@@ -62,8 +64,8 @@ export class PgJobListener implements RemoteJobSignal {
     // Without an 'error' listener, a connection the server ends would crash the process.
     client.on('error', drop);
     client.on('end', () => drop());
-    client.on('notification', () => {
-      if (generation === this.generation) wake();
+    client.on('notification', (message) => {
+      if (generation === this.generation) wake(message.payload ?? '');
     });
     client
       .connect()
@@ -72,7 +74,7 @@ export class PgJobListener implements RemoteJobSignal {
         () => {
           if (dropped || generation !== this.generation) return;
           this.retryMs = FIRST_RETRY_MS;
-          wake();
+          wake(''); // jobs queued while no one listened
         },
         (error: unknown) => drop(error instanceof Error ? error : new Error(String(error))),
       );

@@ -5,6 +5,7 @@ import { AppError } from '../shared/errors.ts';
 import { ArchiveError } from '../storage/archive.types.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { JobKind, JobPayloads } from './job-kinds.ts';
+import type { JobObserver, JobOutcome, JobResult } from './job-observer.ts';
 import type { JobWakeups } from './job-wakeups.ts';
 import type { JobRepository } from './job.repository.ts';
 import type { JobRow } from './job.table.ts';
@@ -26,7 +27,7 @@ export interface JobContext<P> {
 }
 
 export interface JobHandler<P> {
-  run(job: JobContext<P>): Promise<void>;
+  run(job: JobContext<P>): Promise<void | JobResult>;
   /** Called once, when the job has failed for good; `reason` is fit to show the user. */
   fail(job: JobContext<P>, reason: string): Promise<void>;
 }
@@ -40,6 +41,11 @@ export interface WorkerDeps {
   logger: Logger;
   /** Names this worker in logs and in the leases it holds. */
   node: string;
+  /**
+   * Runs only the jobs of this node's servers (and those of no server); every job when unset.
+   * A worker runs beside its node's volumes, so it must never take another node's jobs.
+   */
+  onlyNode?: string;
   /** How long an idle worker waits before it looks again, when no wake-up comes first. */
   pollMs: number;
   /** Wakes the worker when a job is queued; without it the worker only polls. */
@@ -47,6 +53,8 @@ export interface WorkerDeps {
   leaseMs: number;
   /** How long one attempt may run; past it the job is stopped and counts as a failed attempt. */
   timeoutMs: number;
+  /** Told how each attempt ended (metrics). */
+  observer?: JobObserver;
 }
 
 /** Why a running job was stopped from outside its handler. */
@@ -197,7 +205,7 @@ export class Worker {
 
   /** Claims and runs one job; false when none was due. */
   async runOnce(): Promise<boolean> {
-    const row = await this.deps.jobs.claim(this.owner, this.now(), this.leaseUntil());
+    const row = await this.deps.jobs.claim(this.owner, this.now(), this.leaseUntil(), this.deps.onlyNode);
     if (row === undefined) return false;
     await this.execute(row);
     return true;
@@ -205,7 +213,7 @@ export class Worker {
 
   private async execute(row: JobRow): Promise<void> {
     const handler = (this.deps.handlers as Record<string, JobHandler<unknown> | undefined>)[row.kind];
-    const log = this.deps.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
+    let log = this.deps.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
     if (handler === undefined) {
       log.error('no handler for this kind of job');
       await this.deps.jobs.finish(
@@ -225,6 +233,17 @@ export class Worker {
       await this.deps.jobs.finish(row.id, this.owner, 'failed', 'the job could not be read', this.now());
       return;
     }
+    log = log.child(subjectsOf(payload));
+    const startedAt = performance.now();
+    const ended = (outcome: JobOutcome, bytes: number | null = null) => {
+      const durationMs = Math.round(performance.now() - startedAt);
+      try {
+        this.deps.observer?.jobEnded({ kind: row.kind, outcome, durationMs, bytes });
+      } catch (error) {
+        log.warn({ err: error }, 'the job observer failed');
+      }
+      return { durationMs, ...(bytes === null ? {} : { bytes }) };
+    };
     const stop = new AbortController();
     const interrupt = (why: JobInterrupted['why']) => {
       if (!stop.signal.aborted) stop.abort(new JobInterrupted(why));
@@ -248,6 +267,7 @@ export class Worker {
         log,
         `gave up after ${row.max_attempts} attempts that did not finish`,
       );
+      ended('failed');
       return;
     }
 
@@ -258,25 +278,32 @@ export class Worker {
       Math.max(50, Math.floor(this.deps.leaseMs / 3)),
     );
     const deadline = setTimeout(() => interrupt('timeout'), this.deps.timeoutMs);
-    let running: Promise<void> | undefined;
+    let running: Promise<void | JobResult> | undefined;
     this.interrupt = interrupt;
     try {
       log.info('job started');
       running = handler.run(job);
       // A handler should stop when its signal aborts; one that does not is left behind.
-      await Promise.race([running, whenAborted(stop.signal)]);
+      const result = await Promise.race([running, whenAborted(stop.signal)]);
+      const bytes = typeof result?.bytes === 'number' ? result.bytes : null;
       if (await this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now()))
-        log.info('job succeeded');
+        log.info(ended('succeeded', bytes), 'job succeeded');
       else
-        log.warn('job finished after its lease was lost; the worker that took it over decides its outcome');
+        log.warn(
+          ended('abandoned', bytes),
+          'job finished after its lease was lost; the worker that took it over decides its outcome',
+        );
     } catch (error) {
       const cause: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
       // Give an interrupted handler a moment to clean up (remove what it was writing).
       if (cause instanceof JobInterrupted) await settledWithin(running, CLEAN_UP_GRACE_MS);
       if (cause instanceof JobInterrupted && cause.why === 'lease-lost') {
-        log.warn({ err: error }, 'job abandoned: its lease was lost');
+        log.warn({ err: error, ...ended('abandoned') }, 'job abandoned: its lease was lost');
       } else if (cause instanceof JobInterrupted && cause.why === 'shutdown') {
-        log.warn('job left to its lease: the worker is stopping; another worker will take it over');
+        log.warn(
+          ended('abandoned'),
+          'job left to its lease: the worker is stopping; another worker will take it over',
+        );
       } else {
         const timedOut = cause instanceof JobInterrupted;
         const reason = timedOut
@@ -284,10 +311,10 @@ export class Worker {
           : reasonOf(error);
         if (!isPermanent(error) && row.attempts < row.max_attempts) {
           const retryAt = toStoredTime(new Date(this.deps.clock().getTime() + 2 ** row.attempts * 1000));
-          log.warn({ err: error }, 'job failed; it will be tried again');
+          log.warn({ err: error, ...ended('retried') }, 'job failed; it will be tried again');
           await this.deps.jobs.retryLater(row.id, this.owner, reason, retryAt, this.now());
         } else {
-          log.warn({ err: error }, 'job failed');
+          log.warn({ err: error, ...ended('failed') }, 'job failed');
           await this.failForGood(handler, job, log, reason);
         }
       }
@@ -313,6 +340,16 @@ export class Worker {
     }
     await this.deps.jobs.finish(job.id, this.owner, 'failed', reason, this.now());
   }
+}
+
+/** The server and backup a job is about, from its payload, for its log lines. */
+function subjectsOf(payload: unknown): { server?: string; backup?: string } {
+  if (typeof payload !== 'object' || payload === null) return {};
+  const { serverId, backupId } = payload as { serverId?: unknown; backupId?: unknown };
+  return {
+    ...(typeof serverId === 'string' ? { server: serverId } : {}),
+    ...(typeof backupId === 'string' ? { backup: backupId } : {}),
+  };
 }
 
 export function defaultNodeName(): string {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { BadRequestError, NotFoundError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
+import { DEFAULT_NODE, nodeName } from './node-name.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow } from './server.table.ts';
 
@@ -12,6 +13,8 @@ export interface NewServer {
   name: string;
   description?: string | undefined;
   diskMb?: number | undefined;
+  /** The node whose worker holds the volume and runs the server's jobs; `local` when not given. */
+  node?: string | undefined;
 }
 
 export interface ServerServiceDeps {
@@ -38,6 +41,7 @@ export class ServerService {
     const diskMb = input.diskMb ?? 0;
     if (!Number.isInteger(diskMb) || diskMb < 0)
       throw new BadRequestError('The disk limit is a whole number of MiB (0 = none).');
+    const node = nodeName(input.node ?? DEFAULT_NODE);
 
     let id = randomUUID();
     while ((await this.deps.servers.findByReference(id.slice(0, 8))) !== undefined) id = randomUUID();
@@ -51,6 +55,7 @@ export class ServerService {
       status: null,
       disk_mb: diskMb,
       backup_limit: 10,
+      node,
       created_at: now,
       updated_at: now,
     };

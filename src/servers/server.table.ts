@@ -22,6 +22,8 @@ export interface ServerTable {
   /** Disk limit in MiB; 0 means unlimited. */
   disk_mb: number;
   backup_limit: number;
+  /** The machine whose worker holds the volume and runs the server's jobs (`local` by default). */
+  node: string;
   created_at: string;
   updated_at: string;
 }

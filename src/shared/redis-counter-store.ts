@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import type { CounterStore, WindowCount } from './counter-store.ts';
 
 // Each script runs atomically on the Redis server, so processes sharing it count as one.
@@ -24,7 +25,9 @@ export class RedisCounterStore implements CounterStore {
     // Connects on first use, so a command that counts nothing never reaches for Redis. A lost
     // connection is retried by ioredis; each command that fails meanwhile rejects to its caller,
     // so the connection's own error events need no handler beyond this one.
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: true });
+    // ioredis is loaded here, by the processes that use Redis, not by every process.
+    const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+    this.redis = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: true });
     this.redis.on('error', () => undefined);
   }
 

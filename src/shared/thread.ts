@@ -55,8 +55,7 @@ export function runInThread<R, M = never>(
 ): Promise<R> {
   const { onMessage, signal, cleanUp, reviveError = (error) => new Error(error.message) } = options;
   signal?.throwIfAborted();
-  const extension = callerUrl.endsWith('.ts') ? '.ts' : '.js';
-  const thread = startThread(new URL(`${entry}${extension}`, callerUrl), input, options.resourceLimits);
+  const thread = startThread(threadEntry(callerUrl, entry), input, options.resourceLimits);
   const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
   const outcome = new Promise<R>((resolve, reject) => {
     let settled = false;
@@ -100,16 +99,25 @@ export function runInThread<R, M = never>(
   );
 }
 
+/**
+ * The URL of a thread entry module beside the caller, with the caller's own extension, so the
+ * same code runs from the TypeScript sources and from the compiled build.
+ */
+export function threadEntry(callerUrl: string, entry: string): URL {
+  return new URL(`${entry}${callerUrl.endsWith('.ts') ? '.ts' : '.js'}`, callerUrl);
+}
+
 function isOutcome<R>(message: unknown): message is ThreadOutcome<R> {
   return typeof message === 'object' && message !== null && (message as { done?: unknown }).done === true;
 }
 
 /**
+ * Starts the module at `entry` (a URL with its extension; see `threadEntry`) in a worker thread.
  * From the TypeScript sources (development, tests) the thread must load TypeScript too: it
  * starts from a one-line module that registers the same loader the process uses, then imports
  * the entry.
  */
-function startThread(entry: URL, input: unknown, resourceLimits: ResourceLimits = {}): Worker {
+export function startThread(entry: URL, input: unknown, resourceLimits: ResourceLimits = {}): Worker {
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: input, resourceLimits });
   const loader = import.meta.resolve('tsx/esm/api');
   const boot = [

@@ -9,9 +9,9 @@
  * exactly one layer of gzip. An archive of no entries at all is valid.
  */
 import { createReadStream } from 'node:fs';
-import { Writable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, type ZlibOptions } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import { ArchiveError, type SkippedEntry, shownPath } from './archive.types.ts';
 
@@ -20,6 +20,14 @@ const MAX_COMPONENT_BYTES = 255;
 const MAX_PATH_BYTES = 4096;
 const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/**
+ * gunzip (on libuv's pool) works ahead of the parser by up to 8 chunks, so the two overlap instead
+ * of waiting on each other at every chunk. Larger chunks (256 KiB reads, 128 KiB gunzip output)
+ * were measured too: no faster, and 9 MB more peak RSS on a 1.2 GiB restore.
+ */
+const READ_CHUNK = 64 * 1024;
+const GUNZIP_CHUNK = 64 * 1024;
+const GUNZIP_AHEAD = 512 * 1024;
 
 export type EntryKind = 'file' | 'directory' | SkippedEntry['kind'];
 
@@ -45,9 +53,10 @@ export interface ArchiveEntry {
   readonly tar: ReadEntry;
   /**
    * Hands the entry's content to `onChunk` one chunk at a time, holding the reader back until
-   * each chunk is handled. Content not read is skipped once the handler settles.
+   * each chunk is handled (until its promise settles, when it returns one). Content not read is
+   * skipped once the handler settles.
    */
-  readonly readBody: (onChunk: (chunk: Buffer) => Promise<void>) => Promise<void>;
+  readonly readBody: (onChunk: (chunk: Buffer) => Promise<void> | void) => Promise<void>;
 }
 
 export interface ReadOptions {
@@ -58,25 +67,31 @@ export interface ReadOptions {
 }
 
 /**
- * Reads `archivePath` to its end, calling `onEntry` for each entry in order, one at a time (the
- * next entry waits until the promise `onEntry` returns has settled). Resolves once every entry
- * has been handled; rejects with the first failure (an ArchiveError when the archive is at fault,
- * or whatever `onEntry` threw) after every stream has been released.
+ * Reads `archive` (a file path, or a stream of the archive's bytes) to its end, calling `onEntry`
+ * for each entry in order, one at a time (the next entry waits until the promise `onEntry`
+ * returns has settled). Resolves once every entry has been handled; rejects with the first
+ * failure (an ArchiveError when the archive is at fault, or whatever `onEntry` threw) after every
+ * stream has been released.
  */
 export async function readArchive(
-  archivePath: string,
+  archive: string | Readable,
   onEntry: (entry: ArchiveEntry) => Promise<void> | void,
   options: ReadOptions = {},
 ): Promise<void> {
   const { signal, onFileData } = options;
-  const input = createReadStream(archivePath);
+  const input =
+    typeof archive === 'string' ? createReadStream(archive, { highWaterMark: READ_CHUNK }) : archive;
   let head: Buffer | null = null; // the file's first bytes, to say what it is if not gzip
   input.on('data', (data: string | Buffer) => {
     const chunk = typeof data === 'string' ? Buffer.from(data) : data; // a Buffer: no encoding is set
     head ??= Buffer.from(chunk.subarray(0, 512));
     onFileData?.(chunk);
   });
-  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
+  // The options reach the stream too (ZlibOptions does not list them).
+  const gunzip = createGunzip({
+    chunkSize: GUNZIP_CHUNK,
+    readableHighWaterMark: GUNZIP_AHEAD,
+  } as ZlibOptions);
   // Not strict: warnings are judged below (an empty archive warns, and is valid). zstd and brotli
   // off: the tar inside the gzip stream is read as it is, never decompressed again.
   const parser = new Parser({ zstd: false, brotli: false });
@@ -135,7 +150,7 @@ export async function readArchive(
 
   const abort = (): void => fail(signal?.reason ?? new Error('the archive read was aborted'));
   signal?.addEventListener('abort', abort, { once: true });
-  input.on('error', (err) => fail(inputFailure(err)));
+  input.on('error', (err: Error) => fail(inputFailure(err)));
   gunzip.on('error', (err) => fail(corrupt(notGzip(head) ?? `gzip data is damaged: ${err.message}`)));
   // 'ignoredEntry': entries the parser discards itself (extended headers over 1 MiB).
   for (const event of ['entry', 'ignoredEntry']) {
@@ -238,22 +253,38 @@ function parentOf(rel: string): string {
 }
 
 /**
- * Hands an entry's content to `onChunk` one chunk at a time, pausing the entry (and so the parser)
- * until each chunk has been handled. Settles once the last chunk is handled, or when cancelled.
+ * Hands an entry's content to `onChunk` one chunk at a time. A handler that returns a promise
+ * pauses the entry (and so the parser) until it settles; one that returns nothing has handled
+ * the chunk already, and the entry flows on. Settles once the last chunk is handled, at the first
+ * failure (no chunk is handed on after it), or when cancelled.
  */
 function readBody(
   entry: ReadEntry,
   cancelled: Promise<never>,
-  onChunk: (chunk: Buffer) => Promise<void>,
+  onChunk: (chunk: Buffer) => Promise<void> | void,
 ): Promise<void> {
   const body = new Promise<void>((resolve, reject) => {
-    let pending = Promise.resolve();
-    entry.on('data', (chunk: Buffer) => {
+    let pending: Promise<void> | undefined;
+    let failed = false;
+    const failWith = (err: unknown): void => {
+      failed = true;
       entry.pause();
-      pending = onChunk(chunk);
-      pending.then(() => entry.resume(), reject);
+      reject(err instanceof Error ? err : new Error(String(err)));
+    };
+    entry.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      let handled: Promise<void> | void;
+      try {
+        handled = onChunk(chunk);
+      } catch (err) {
+        failWith(err);
+        return;
+      }
+      if (handled === undefined) return;
+      entry.pause();
+      pending = handled.then(() => entry.resume(), failWith);
     });
-    entry.once('end', () => pending.then(resolve, reject));
+    entry.once('end', () => (pending ?? Promise.resolve()).then(resolve, reject));
   });
   return Promise.race([body, cancelled]);
 }

@@ -3,22 +3,73 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ArchiveError } from './archive.types.ts';
+import type { S3Object, S3UploadTarget } from './s3-object.ts';
+
+/** The `disk` a backup records: which kind of store holds its archive. */
+export type BackupDisk = 'local' | 's3';
+
+/**
+ * Where the archive of a new backup is written while it is made, as plain values (a worker
+ * thread writes it): a scratch file, or an object uploaded in parts as the bytes come.
+ */
+export type ArchiveTarget = { kind: 'file'; path: string } | { kind: 's3'; upload: S3UploadTarget };
+
+/** Where a stored archive is read from: a local file, or an S3 object (opened as a stream where it is read). */
+export type ArchiveLocation = string | S3Object;
 
 /** Where backup archives live. The local directory is one; an S3-compatible store is another. */
 export interface BackupStorage {
+  readonly disk: BackupDisk;
+  /** Where to write the archive of a new backup; `keep` or `discard` it once written. */
+  newArchive(serverId: string, backupId: string): Promise<ArchiveTarget>;
+  /** Makes what was written to `target` the backup's archive. */
+  keep(serverId: string, backupId: string, target: ArchiveTarget): Promise<void>;
+  /** Removes whatever was written to `target` and not kept (nothing is left behind). */
+  discard(target: ArchiveTarget): Promise<void>;
   /** Takes the finished archive at `file` into the store (the file is moved or removed). */
   put(serverId: string, backupId: string, file: string): Promise<void>;
   /** The archive's bytes, as a stream. */
   get(serverId: string, backupId: string): Promise<Readable>;
-  /** Runs `use` with a local file holding the archive (a store that is remote downloads it first). */
-  withLocalFile<T>(serverId: string, backupId: string, use: (file: string) => Promise<T>): Promise<T>;
+  /** Where the archive is read from; an ArchiveError 'not-found' if it is not there. */
+  locate(serverId: string, backupId: string): Promise<ArchiveLocation>;
+  /**
+   * A URL that downloads the archive straight from the store, valid for `seconds`; null when
+   * the store has none (Aerie then serves the download itself).
+   */
+  downloadUrl(serverId: string, backupId: string, seconds: number, filename: string): Promise<string | null>;
   delete(serverId: string, backupId: string): Promise<void>;
-  /** A scratch file on the same filesystem as the store, for an archive being written. */
+  /** A scratch file on local disk (on the same filesystem as a local store), for an archive being written. */
   scratchFile(serverId: string, backupId: string): Promise<string>;
+}
+
+/**
+ * The store of a disk this process is not set up for (a backup made in S3, read by a process
+ * whose AERIE_BACKUP_STORAGE is local): every call fails, saying so.
+ */
+export class UnavailableBackupStorage implements BackupStorage {
+  constructor(readonly disk: BackupDisk) {}
+
+  private refuse(): Promise<never> {
+    return Promise.reject(
+      new ArchiveError('not-found', `the backup is kept in ${this.disk} storage, which is not configured`),
+    );
+  }
+
+  newArchive = () => this.refuse();
+  keep = () => this.refuse();
+  discard = () => this.refuse();
+  put = () => this.refuse();
+  get = () => this.refuse();
+  locate = () => this.refuse();
+  downloadUrl = () => this.refuse();
+  delete = () => this.refuse();
+  scratchFile = () => this.refuse();
 }
 
 /** `<data dir>/backups/<server uuid>/<backup uuid>.tar.gz` */
 export class LocalBackupStorage implements BackupStorage {
+  readonly disk = 'local';
+
   constructor(private readonly root: string) {}
 
   private fileOf(serverId: string, backupId: string): string {
@@ -28,6 +79,19 @@ export class LocalBackupStorage implements BackupStorage {
   async scratchFile(serverId: string, backupId: string): Promise<string> {
     await fs.mkdir(path.join(this.root, serverId), { recursive: true, mode: 0o750 });
     return `${this.fileOf(serverId, backupId)}.incoming`;
+  }
+
+  async newArchive(serverId: string, backupId: string): Promise<ArchiveTarget> {
+    return { kind: 'file', path: await this.scratchFile(serverId, backupId) };
+  }
+
+  async keep(serverId: string, backupId: string, target: ArchiveTarget): Promise<void> {
+    if (target.kind !== 'file') throw new Error('a local store keeps only files');
+    await this.put(serverId, backupId, target.path);
+  }
+
+  async discard(target: ArchiveTarget): Promise<void> {
+    if (target.kind === 'file') await fs.rm(target.path, { force: true });
   }
 
   async put(serverId: string, backupId: string, file: string): Promise<void> {
@@ -48,8 +112,12 @@ export class LocalBackupStorage implements BackupStorage {
     return createReadStream(file);
   }
 
-  async withLocalFile<T>(serverId: string, backupId: string, use: (file: string) => Promise<T>): Promise<T> {
-    return use(await this.existing(serverId, backupId));
+  locate(serverId: string, backupId: string): Promise<ArchiveLocation> {
+    return this.existing(serverId, backupId);
+  }
+
+  downloadUrl(): Promise<string | null> {
+    return Promise.resolve(null);
   }
 
   async delete(serverId: string, backupId: string): Promise<void> {

@@ -113,6 +113,20 @@ describe('createArchive', () => {
     expect(report.bytes).toBe(summary.bytes);
   });
 
+  it('stamps each entry with the second its file was changed in, even a hair before the next', async () => {
+    const { volume, output } = workspace();
+    write(path.join(volume, 'late.txt'), 'x');
+    fs.utimesSync(path.join(volume, 'late.txt'), 1_700_000_000.9997, 1_700_000_000.9997);
+    await createArchive(volume, output);
+    const entry = (await entriesOf(output)).find((e) => e.path === 'late.txt');
+    const listed = execFileSync('tar', ['--full-time', '-tvzf', output], {
+      encoding: 'utf8',
+      env: { ...process.env, TZ: 'UTC' },
+    });
+    expect(entry).toBeDefined();
+    expect(listed).toContain(new Date(1_700_000_000_000).toISOString().slice(11, 19));
+  });
+
   it('writes a multi-member gzip that GNU tar, gzip, node-tar and a restore all read', async () => {
     const { root, volume, output } = workspace();
     for (let n = 0; n < 12; n++) write(path.join(volume, `logs/${n}.log`), `line ${n}\n`.repeat(2000 + n));

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
+import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Header, Pax } from 'tar';
 import type { Progress } from './archive.types.ts';
@@ -33,42 +33,51 @@ export interface ArchiveSummary {
   archiveBytes: number;
 }
 
+/**
+ * Where the compressed bytes go: `stream` receives them; `finish` makes them the archive once all
+ * are written; `discard` removes whatever was written when the archive fails.
+ */
+export interface ArchiveSink {
+  stream: Writable;
+  finish(): Promise<void>;
+  discard(): Promise<void>;
+}
+
 /** Says whether a path (relative to the volume, `/`-separated, no leading slash) is left out. */
 export type Exclude = (relativePath: string, isDirectory: boolean) => boolean;
 
 /**
  * `exclude` is asked about every entry; what it excludes is left out, and so is everything under
- * an excluded directory.
+ * an excluded directory. `output` is a file path, or a sink of another kind (an upload).
  */
 export async function createArchive(
   volume: string,
-  output: string,
+  output: string | ArchiveSink,
   onProgress?: (p: Progress) => void,
   exclude: Exclude = () => false,
   compression: ParallelGzipOptions = {},
   /** Stops the archive: it rejects, and the partial file is removed. */
   signal?: AbortSignal,
 ): Promise<ArchiveSummary> {
-  const partial = `${output}.partial`;
   const totals = new Totals(onProgress, exclude);
   const digest = new DigestTap();
   const root = await VolumeDir.open(volume);
   const blocks = tarStream(root, totals);
-  const sink = createWriteStream(partial, { mode: 0o600 });
+  const sink = typeof output === 'string' ? fileSink(output) : output;
+  const gzip = parallelGzip(compression);
   try {
     await pipeline(
       Readable.from(blocks, { objectMode: false }),
-      parallelGzip(compression),
+      gzip,
       digest,
-      sink,
+      sink.stream,
       ...(signal ? [{ signal }] : []),
     );
-    await syncFile(partial);
-    await rename(partial, output);
+    await sink.finish();
   } catch (err) {
     await blocks.return(undefined); // closes whatever directories and file the walk still holds
-    if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
-    await rm(partial, { force: true });
+    await gzip.threadsEnded();
+    await sink.discard();
     throw err;
   } finally {
     await root.close();
@@ -203,7 +212,10 @@ async function openFile(target: string): Promise<FileHandle | null> {
 
 /** The header block for an entry, preceded by a pax header when a field does not fit ustar. */
 function headerBlocks(tarPath: string, type: 'File' | 'Directory', stats: Stats, size: number): Buffer {
-  const fields = { path: tarPath, type, mode: stats.mode & 0o7777, size, mtime: stats.mtime };
+  // The whole second the file was last changed in, as tar counts it: `stats.mtime` is rounded to
+  // the millisecond, which puts a time 0.5 ms before a second into the next one.
+  const mtime = new Date(Math.floor(stats.mtimeMs / 1000) * 1000);
+  const fields = { path: tarPath, type, mode: stats.mode & 0o7777, size, mtime };
   const header = new Header(fields);
   const needsPax = header.encode();
   if (!header.block) throw new Error(`could not encode the tar header of ${tarPath}`);
@@ -220,6 +232,23 @@ function isUnknownType(entry: Dirent): boolean {
     entry.isCharacterDevice() ||
     entry.isBlockDevice()
   );
+}
+
+/** Writes `<output>.partial`, synced and renamed to `output` once complete. */
+function fileSink(output: string): ArchiveSink {
+  const partial = `${output}.partial`;
+  const stream = createWriteStream(partial, { mode: 0o600 });
+  return {
+    stream,
+    finish: async () => {
+      await syncFile(partial);
+      await rename(partial, output);
+    },
+    discard: async () => {
+      if (!stream.closed) await new Promise<void>((resolve) => stream.once('close', () => resolve()));
+      await rm(partial, { force: true });
+    },
+  };
 }
 
 async function syncFile(file: string): Promise<void> {

@@ -38,6 +38,17 @@ export class DirectoryRoot {
     return this.reach(rel, null, (base, tail) => use(tail === '' ? base : `${base}/${tail}`));
   }
 
+  /**
+   * A path to `rel` that one system call accepts as it is, for synchronous calls; null when the
+   * path is too long for that (use `at`, which steps through leading directories).
+   */
+  direct(rel: string): string | null {
+    if (PROC_FD === null) return rel === '' ? this.path : `${this.path}/${rel}`;
+    const base = `${PROC_FD}/${this.handle.fd}`;
+    if (rel === '') return base;
+    return base.length + 1 + Buffer.byteLength(rel) > MAX_SYSCALL_PATH ? null : `${base}/${rel}`;
+  }
+
   /** mkdir -p of `rel`; resolves with the number of directories it created. */
   async makeDirectories(rel: string, mode: number): Promise<number> {
     let made = 0;

@@ -7,84 +7,176 @@
  * (RFC 1952, 2.2), which gzip, GNU tar, pigz and Node's gunzip read as the concatenation of their
  * contents. Each block starts with an empty dictionary, which costs a few bytes per block.
  *
- * The compression itself runs on libuv's thread pool (zlib's asynchronous calls), so several
- * blocks are compressed at once while the calling thread only copies bytes and keeps the order.
- * Memory is bounded: at most `concurrency` blocks are being compressed, one more is being
+ * The compression runs in worker threads of its own, one per core, each at background priority
+ * (thread-priority.ts): the blocks are compressed at once on every core, while the thread that
+ * answers HTTP is still scheduled first. The calling thread only copies bytes and keeps the
+ * order. Memory is bounded: at most two blocks per thread are handed out, one more is being
  * filled, and no input is read while the oldest block's output waits for the consumer.
  */
 import { availableParallelism } from 'node:os';
-import { gzip, type ZlibOptions } from 'node:zlib';
+import type { Worker } from 'node:worker_threads';
+import { startThread, threadEntry } from '../shared/thread.ts';
 
 export const GZIP_BLOCK_BYTES = 1024 * 1024;
 
+/** Compression threads: one per core. */
+export const GZIP_CONCURRENCY = Math.max(1, availableParallelism());
+
 /**
- * Blocks compressed at once. libuv's pool has 4 threads (UV_THREADPOOL_SIZE) and also serves the
- * file reads of the walk that feeds us: one thread is left for them, so a read never waits
- * behind the compression it is needed for.
+ * A compression thread's JavaScript heap: it holds a block reference and a reply at a time (the
+ * bytes themselves live outside the heap), so a small young generation keeps its memory small
+ * and frees zlib's output buffers soon.
  */
-export const GZIP_CONCURRENCY = Math.max(1, Math.min(availableParallelism(), 3));
+const COMPRESSION_THREAD_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 };
+
+/** Blocks handed to each thread at once: the next one is there when a thread finishes one. */
+const BLOCKS_PER_THREAD = 2;
 
 export interface ParallelGzipOptions {
   /** Uncompressed bytes per gzip member (default 1 MiB). */
   blockBytes?: number;
-  /** Blocks compressed at the same time (default: the cores, at most 3). */
+  /** Compression threads (default: one per core). */
   concurrency?: number;
   /** zlib level (default 6, gzip's own default). */
   level?: number;
 }
 
+/** A block sent to a compression thread: `length` bytes of `input`. */
+export interface GzipBlock {
+  input: ArrayBuffer;
+  length: number;
+}
+
+/**
+ * A compression thread's answer: the gzip member (`length` bytes of `member` from `offset`), and
+ * the block's buffer back for reuse.
+ */
+export interface GzipMember {
+  input: ArrayBuffer;
+  member: ArrayBuffer;
+  offset: number;
+  length: number;
+}
+
+/** The pipeline stage, and when its threads have all ended (at once if it never started). */
+export type ParallelGzip = ((
+  source: AsyncIterable<Buffer> | Iterable<Buffer>,
+  pipelineOptions?: { signal?: AbortSignal },
+) => AsyncGenerator<Buffer>) & { threadsEnded(): Promise<unknown> };
+
 /**
  * A pipeline stage: takes uncompressed chunks, yields the gzip members in order. Aborting the
- * pipeline stops it; blocks already handed to zlib finish on the pool and are dropped.
+ * pipeline stops it; the threads finish the block in hand and end.
  */
-export function parallelGzip(
-  options: ParallelGzipOptions = {},
-): (source: AsyncIterable<Buffer> | Iterable<Buffer>) => AsyncGenerator<Buffer> {
+export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
   const blockBytes = options.blockBytes ?? GZIP_BLOCK_BYTES;
   const concurrency = options.concurrency ?? GZIP_CONCURRENCY;
-  const zlibOptions: ZlibOptions = { level: options.level ?? 6 };
+  const level = options.level ?? 6;
   if (!Number.isSafeInteger(blockBytes) || blockBytes < 1)
     throw new Error(`invalid block size ${blockBytes}`);
   if (!Number.isSafeInteger(concurrency) || concurrency < 1)
     throw new Error(`invalid concurrency ${concurrency}`);
 
-  return async function* compressMembers(source) {
-    // Each block's input buffer is reused once its member is out: no 1 MiB allocation per block.
-    const spare: Buffer[] = [];
-    const inFlight: { input: Buffer; member: Promise<Buffer> }[] = [];
-    const start = (input: Buffer, length: number): void => {
-      const member = compressMember(input.subarray(0, length), zlibOptions);
+  let threadsEnded: Promise<unknown> = Promise.resolve();
+  async function* compressMembers(
+    source: AsyncIterable<Buffer> | Iterable<Buffer>,
+    pipelineOptions?: { signal?: AbortSignal },
+  ): AsyncGenerator<Buffer> {
+    const threads = Array.from({ length: concurrency }, () => new CompressionThread(level));
+    threadsEnded = Promise.all(threads.map((thread) => thread.ended));
+    // A pipeline that fails elsewhere may never resume this generator: its signal ends the
+    // threads then.
+    const closeAll = () => Promise.all(threads.map((thread) => thread.close()));
+    pipelineOptions?.signal?.addEventListener('abort', () => void closeAll(), { once: true });
+    // Each block's buffer comes back with its member and is filled again: no 1 MiB allocation
+    // per block.
+    const spare: ArrayBuffer[] = [];
+    const inFlight: Promise<GzipMember>[] = [];
+    let next = 0;
+    const start = (input: ArrayBuffer, length: number): void => {
+      const thread = threads[next % threads.length]!;
+      next += 1;
+      const member = thread.compress({ input, length });
       member.catch(() => {}); // awaited in order below; not an unhandled rejection meanwhile
-      inFlight.push({ input, member });
+      inFlight.push(member);
     };
     const oldest = async (): Promise<Buffer> => {
-      const { input, member } = inFlight.shift()!;
-      const compressed = await member;
+      const { input, member, offset, length } = await inFlight.shift()!;
       spare.push(input);
-      return compressed;
+      return Buffer.from(member, offset, length);
     };
-    let block: Buffer = Buffer.allocUnsafe(blockBytes);
-    let filled = 0;
-    for await (const chunk of source) {
-      for (let offset = 0; offset < chunk.length;) {
-        const taken = chunk.copy(block, filled, offset, Math.min(chunk.length, offset + blockBytes - filled));
-        filled += taken;
-        offset += taken;
-        if (filled < blockBytes) continue;
-        if (inFlight.length >= concurrency) yield await oldest();
-        start(block, filled);
-        block = spare.pop() ?? Buffer.allocUnsafe(blockBytes);
-        filled = 0;
+    try {
+      let block = new ArrayBuffer(blockBytes);
+      let view = Buffer.from(block);
+      let filled = 0;
+      for await (const chunk of source) {
+        for (let offset = 0; offset < chunk.length;) {
+          const taken = chunk.copy(
+            view,
+            filled,
+            offset,
+            Math.min(chunk.length, offset + blockBytes - filled),
+          );
+          filled += taken;
+          offset += taken;
+          if (filled < blockBytes) continue;
+          if (inFlight.length >= concurrency * BLOCKS_PER_THREAD) yield await oldest();
+          start(block, filled);
+          block = spare.pop() ?? new ArrayBuffer(blockBytes);
+          view = Buffer.from(block);
+          filled = 0;
+        }
       }
+      // The last, partial block; for no input at all, one empty member (gzip needs at least one).
+      if (filled > 0 || inFlight.length === 0) start(block, filled);
+      while (inFlight.length > 0) yield await oldest();
+    } finally {
+      await closeAll();
     }
-    // The last, partial block; for no input at all, one empty member (gzip needs at least one).
-    if (filled > 0 || inFlight.length === 0) start(block, filled);
-    while (inFlight.length > 0) yield await oldest();
-  };
+  }
+  return Object.assign(compressMembers, { threadsEnded: () => threadsEnded });
 }
 
-function compressMember(data: Buffer, options: ZlibOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    gzip(data, options, (err, member) => (err ? reject(err) : resolve(member))),
-  );
+/** One compression thread, answering its blocks in the order they were sent. */
+class CompressionThread {
+  private readonly worker: Worker;
+  private readonly waiting: { resolve(member: GzipMember): void; reject(error: Error): void }[] = [];
+  private failure: Error | undefined;
+  /** Resolves once the thread has ended. */
+  readonly ended: Promise<void>;
+
+  constructor(level: number) {
+    this.worker = startThread(
+      threadEntry(import.meta.url, './gzip-member.thread'),
+      { level },
+      COMPRESSION_THREAD_LIMITS,
+    );
+    this.worker.on('message', (member: GzipMember) => this.waiting.shift()?.resolve(member));
+    this.worker.on('error', (error) => this.fail(error));
+    this.ended = new Promise((resolve) =>
+      this.worker.once('exit', () => {
+        this.fail(new Error('a compression thread ended early'));
+        resolve();
+      }),
+    );
+  }
+
+  compress(block: GzipBlock): Promise<GzipMember> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      this.worker.postMessage(block, [block.input]);
+    });
+  }
+
+  /** Lets the thread end once it has answered what it was sent; resolves when it has. */
+  close(): Promise<void> {
+    this.worker.postMessage('close');
+    return this.ended;
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const waiter of this.waiting.splice(0)) waiter.reject(error);
+  }
 }

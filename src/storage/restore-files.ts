@@ -8,21 +8,20 @@
  * here follows a symlink that lives inside a volume: the live tree is read through VolumeDir, and
  * trees are removed without following links.
  */
-import { constants as fsc, type Stats } from 'node:fs';
 import {
-  chmod,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readlink,
-  rename,
-  rm,
-  stat,
-  symlink,
-  utimes,
-} from 'node:fs/promises';
+  chmodSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readlinkSync,
+  symlinkSync,
+  utimesSync,
+  constants as fsc,
+  type Stats,
+} from 'node:fs';
+import { chmod, lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
 import { DirectoryRoot, removeTreeByDescriptor } from './directory-root.ts';
 import { readReport, saveReport } from './restore-report.ts';
@@ -82,7 +81,7 @@ export function restorePaths(
  */
 export async function stageRestore(
   paths: RestorePaths,
-  archivePath: string,
+  archive: string | Readable,
   options: StageOptions,
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
@@ -92,7 +91,7 @@ export async function stageRestore(
   await mkdir(paths.staging, { mode: 0o700 });
   try {
     const report = await extractArchive(
-      archivePath,
+      archive,
       paths.staging,
       { maxBytes: options.maxBytes, ...(options.signal ? { signal: options.signal } : {}) },
       onProgress,
@@ -235,9 +234,9 @@ async function mergeEntry(
   budget: MergeBudget,
 ): Promise<void> {
   const source = live.child(name);
-  const stats = await lstatOrNull(source);
+  const stats = ignoreGone(() => lstatSync(source));
   if (stats === null) return; // removed while we walked
-  const existing = await staged.at(rel, lstatOrNull);
+  const existing = await atStaged(staged, rel, (target) => ignoreGone(() => lstatSync(target)));
   if (existing !== null) {
     // The backup has this path, so the backup's version wins, whatever either kind is. Only two
     // real directories are merged further down.
@@ -250,12 +249,12 @@ async function mergeEntry(
   } else if (stats.isFile()) {
     budget.charge(stats.size + ENTRY_COST, rel);
     // Same filesystem: shares the inode, copies nothing.
-    await staged.at(rel, (target) => ignoreGone(link(source, target)));
+    await atStaged(staged, rel, (target) => ignoreGone(() => linkSync(source, target)));
   } else if (stats.isSymbolicLink()) {
     budget.charge(ENTRY_COST, rel);
-    const linkText = await ignoreGone(readlink(source));
+    const linkText = ignoreGone(() => readlinkSync(source));
     // The user's link, recreated as is, never followed.
-    if (linkText !== null) await staged.at(rel, (target) => symlink(linkText, target));
+    if (linkText !== null) await atStaged(staged, rel, (target) => symlinkSync(linkText, target));
   }
   // Sockets, FIFOs and devices are not carried over.
 }
@@ -270,7 +269,7 @@ async function mergeIntoStaged(
 ): Promise<void> {
   const merged = await inSubdirectory(live, name, (dir) => mergeDirectory(dir, staged, `${rel}/`, budget));
   // Adding entries changed the backup's mtime.
-  if (merged) await staged.at(rel, (target) => utimes(target, existing.atime, existing.mtime));
+  if (merged) await atStaged(staged, rel, (target) => utimesSync(target, existing.atime, existing.mtime));
 }
 
 async function copyDirectory(
@@ -282,14 +281,25 @@ async function copyDirectory(
 ): Promise<void> {
   await inSubdirectory(live, name, async (dir) => {
     budget.charge(ENTRY_COST, rel);
-    await staged.at(rel, (target) => mkdir(target, { mode: 0o700 }));
+    await atStaged(staged, rel, (target) => mkdirSync(target, { mode: 0o700 }));
     await mergeDirectory(dir, staged, `${rel}/`, budget);
     const stats = await dir.stat();
-    await staged.at(rel, async (target) => {
-      await chmod(target, stats.mode & 0o7777);
-      await utimes(target, stats.atime, stats.mtime);
+    await atStaged(staged, rel, (target) => {
+      chmodSync(target, stats.mode & 0o7777);
+      utimesSync(target, stats.atime, stats.mtime);
     });
   });
+}
+
+/**
+ * Runs the synchronous `use` on a staged path: staging runs in a worker thread of its own
+ * (stageRestoreInThread), where a synchronous call holds up only that thread and spares a round
+ * trip through libuv's pool. A path too long for one call is reached through `at`.
+ */
+async function atStaged<T>(staged: DirectoryRoot, rel: string, use: (target: string) => T): Promise<T> {
+  const target = staged.direct(rel);
+  if (target !== null) return use(target);
+  return staged.at(rel, (longTarget) => Promise.resolve().then(() => use(longTarget)));
 }
 
 /**
@@ -337,15 +347,20 @@ async function syncDirectory(dir: string): Promise<void> {
 }
 
 async function exists(target: string): Promise<boolean> {
-  return (await lstatOrNull(target)) !== null;
+  return (await ignoreGoneAsync(lstat(target))) !== null;
 }
 
-async function lstatOrNull(target: string): Promise<Stats | null> {
-  return ignoreGone(lstat(target));
+/** The call's result, or null when it failed because the entry vanished or changed kind. */
+function ignoreGone<T>(call: () => T): T | null {
+  try {
+    return call();
+  } catch (err) {
+    if (isGone(err)) return null;
+    throw err;
+  }
 }
 
-/** The operation's result, or null when it failed because the entry vanished or changed kind. */
-async function ignoreGone<T>(operation: Promise<T>): Promise<T | null> {
+async function ignoreGoneAsync<T>(operation: Promise<T>): Promise<T | null> {
   try {
     return await operation;
   } catch (err) {

@@ -5,6 +5,7 @@
  */
 import { runInThread, type ThreadError } from '../shared/thread.ts';
 import { ArchiveError, type ArchiveFailure, type ExtractReport, type Progress } from './archive.types.ts';
+import type { ArchiveLocation } from './backup-storage.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
 
 /**
@@ -17,7 +18,8 @@ const YOUNG_GENERATION_MB = 8;
 
 export interface StageRestoreInput {
   paths: RestorePaths;
-  archivePath: string;
+  /** A file path, or an S3 object the thread reads as a stream. */
+  archive: ArchiveLocation;
   truncate: boolean;
   maxBytes: number | null;
   reportProgress: boolean;
@@ -31,13 +33,13 @@ export interface StageRestoreInput {
  */
 export function stageRestoreInThread(
   paths: RestorePaths,
-  archivePath: string,
+  archive: ArchiveLocation,
   options: StageOptions,
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
   const input: StageRestoreInput = {
     paths,
-    archivePath,
+    archive,
     truncate: options.truncate,
     maxBytes: options.maxBytes,
     reportProgress: onProgress !== undefined,

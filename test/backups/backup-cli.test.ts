@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { extract as tarExtract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { connect, type Db } from '../../src/db/connection.ts';
+import { testDatabase } from '../support/databases.ts';
 import { aerieArgv } from '../support/aerie-process.ts';
 import { archiveEntries, backupOf, contents, sha256Of, tempDir, writeTree } from '../support/archives.ts';
 
@@ -19,6 +21,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let data: string;
 let work: string;
 let db: Db;
+let database: Awaited<ReturnType<typeof testDatabase>>;
 let server: { uuid: string; identifier: string; volume: string };
 
 interface Run {
@@ -37,7 +40,7 @@ function aerie(...args: string[]): Promise<Run> {
         env: {
           ...process.env,
           AERIE_DATA_DIR: data,
-          DATABASE_URL: `sqlite:${path.join(data, 'aerie.db')}`,
+          DATABASE_URL: database.url,
           LOG_LEVEL: 'info',
         },
       },
@@ -62,6 +65,7 @@ const stored = (uuid: string) => path.join(data, 'backups', server.uuid, `${uuid
 
 beforeAll(async () => {
   data = await tempDir('aerie-cli-');
+  database = await testDatabase(data);
   work = await tempDir('aerie-cli-work-');
   const user = record(
     await aerie(
@@ -83,15 +87,12 @@ beforeAll(async () => {
   expect(Object.keys(server).sort()).toEqual(['identifier', 'uuid', 'volume']);
   expect(server.volume).toBe(path.join(data, 'volumes', server.uuid));
   expect((await stat(server.volume)).isDirectory()).toBe(true);
-  db = connect({
-    kind: 'sqlite',
-    url: `sqlite:${path.join(data, 'aerie.db')}`,
-    sqlitePath: path.join(data, 'aerie.db'),
-  });
+  db = connect(loadConfig({ DATABASE_URL: database.url }).database);
 }, 60_000);
 
 afterAll(async () => {
   await db?.destroy();
+  await database?.drop();
   await rm(data, { recursive: true, force: true });
   await rm(work, { recursive: true, force: true });
 });

@@ -85,6 +85,27 @@ describe('the ignored list of a backup', () => {
     ]);
   });
 
+  it('takes the longest text allowed, in the characters that take the most room, and keeps it whole', async () => {
+    const { server, token, base } = await setup();
+    // A lone surrogate is one character here and six in the stored JSON (\udXXX): the most
+    // room one character can take. Patterns of the longest allowed length, up to the limit.
+    const line = '\ud800'.repeat(IGNORED_LIMITS.patternCharacters);
+    const lines = Math.floor((IGNORED_LIMITS.characters + 1) / (IGNORED_LIMITS.patternCharacters + 1));
+    const last = '\ud800'.repeat(IGNORED_LIMITS.characters - lines * (IGNORED_LIMITS.patternCharacters + 1));
+    const ignored = [...Array.from({ length: lines }, () => line), last].join('\n');
+    expect(ignored.length).toBe(IGNORED_LIMITS.characters);
+    const res = await app.http.inject({
+      method: 'POST',
+      url: base,
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      payload: JSON.stringify({ ignored }),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const [row] = await backupRows(server.id);
+    expect(row!.ignored_files.length).toBeGreaterThan(47 * 1024);
+    expect(JSON.parse(row!.ignored_files)).toEqual(ignored.split('\n').filter((l) => l !== ''));
+  });
+
   it.each([
     ['too many characters', 'a'.repeat(IGNORED_LIMITS.characters + 1)],
     ['too many patterns', 'x\n'.repeat(IGNORED_LIMITS.patterns + 1)],

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aerieArgv, ROOT } from '../support/aerie-process.ts';
+import { testDatabase } from '../support/databases.ts';
 
 const run = promisify(execFile);
 
@@ -20,10 +21,12 @@ async function onTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<strin
 describe('backup create and import on a terminal', () => {
   let dir: string;
   let env: NodeJS.ProcessEnv;
+  let database: Awaited<ReturnType<typeof testDatabase>> | undefined;
   let serverId: string;
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-cli-tty-'));
-    env = { ...process.env, AERIE_DATA_DIR: dir, DATABASE_URL: `sqlite:${path.join(dir, 'aerie.db')}` };
+    database = await testDatabase(dir);
+    env = { ...process.env, AERIE_DATA_DIR: dir, DATABASE_URL: database.url };
     await run(
       process.execPath,
       aerieArgv(['user', 'create', '--username', 'tty', '--email', 'tty@example.com']),
@@ -41,7 +44,10 @@ describe('backup create and import on a terminal', () => {
     for (let i = 0; i < 20; i++)
       fs.writeFileSync(path.join(server.volume, `file-${i}.dat`), Buffer.alloc(64 * 1024, i));
   });
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
+  });
 
   it('shows files and bytes so far, then the record', async () => {
     const out = await onTerminal(['backup', 'create', '--server', serverId, '--name', 'by hand'], env);

@@ -151,7 +151,7 @@ describe('a worker killed in the middle of extracting', () => {
       const { server, jobId, batch, paths } = await queuedRestore(archive, true);
       const before = await snapshot(server.volume, { mtimes: true });
 
-      const doomed = spawnAerie(app, ['worker', '--node', 'doomed'], { AERIE_JOB_LEASE_SECONDS: '1' });
+      const doomed = spawnAerie(app, ['worker', '--node', 'local'], { AERIE_JOB_LEASE_SECONDS: '1' });
       const { child, exited } = doomed;
       children.push(child);
 
@@ -169,7 +169,7 @@ describe('a worker killed in the middle of extracting', () => {
       expect(await snapshot(server.volume, { mtimes: true })).toEqual(before);
       const dead = await outcome(server.id, batch);
       expect(dead.job).toMatchObject({ state: 'running', attempts: 1 });
-      expect(dead.job?.lease_owner).toMatch(/^doomed:/);
+      expect(dead.job?.lease_owner).toMatch(/^local:/);
       expect(dead.status).toBe('restoring_backup');
       expect(dead.events.map((e) => e.event)).toEqual(['server:backup.restore']);
 

@@ -357,7 +357,7 @@ describe('two API processes sharing the database', () => {
         env: {
           ...process.env,
           AERIE_DATA_DIR: app.dataDir,
-          DATABASE_URL: `sqlite:${app.config.database.sqlitePath}`,
+          DATABASE_URL: app.config.database.url,
           LOG_LEVEL: 'silent',
         },
         stdio: 'ignore',

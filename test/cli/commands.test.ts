@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnAerie, untilListening, type AerieProcess } from '../support/archives.ts';
+import { testDatabase } from '../support/databases.ts';
 import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -50,19 +51,21 @@ describe('aerie', () => {
 describe('aerie migrate', () => {
   it('touches nothing but the database: no app key is made, an unreachable Redis is never asked', async () => {
     const dataDir = fs.mkdtempSync(`${app.dataDir}-migrate-`);
+    const database = await testDatabase(dataDir);
     const closedPort = await freePort();
     const started = Date.now();
     const aerie = spawnAerie(app, ['migrate'], {
       AERIE_DATA_DIR: dataDir,
-      DATABASE_URL: `sqlite:${dataDir}/aerie.db`,
+      DATABASE_URL: database.url,
       REDIS_URL: `redis://127.0.0.1:${closedPort}`,
     });
     expect(await aerie.exited, aerie.output()).toBe(0);
-    expect(aerie.output()).toMatch(/^sqlite: applied /);
+    expect(aerie.output()).toMatch(new RegExp(`^${app.db.kind}: applied `));
     expect(aerie.output()).not.toMatch(/ioredis|ECONNREFUSED/);
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(fs.existsSync(`${dataDir}/app.key`)).toBe(false);
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await database.drop();
   });
 });
 
@@ -113,7 +116,7 @@ describe.runIf(await serverAvailable(REDIS_URL))('aerie with REDIS_URL', () => {
   it('runs a one-shot command on Redis counters and exits when it is done', async () => {
     const aerie = spawnAerie(app, ['migrate'], { REDIS_URL });
     expect(await aerie.exited).toBe(0);
-    expect(aerie.output()).toBe('sqlite: already up to date\n');
+    expect(aerie.output()).toBe(`${app.db.kind}: already up to date\n`);
   });
 
   it('closes its Redis connection when serve cannot listen, and exits', async () => {

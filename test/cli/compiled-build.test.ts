@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/aerie-process.ts';
 import { freePort, tempDir, untilListening } from '../support/archives.ts';
+import { testDatabase } from '../support/databases.ts';
 
 const BIN = path.join(ROOT, 'bin/aerie.js');
 
@@ -51,19 +52,24 @@ async function buildIfStale(): Promise<void> {
 describe('the compiled build (bin/aerie.js on dist/)', () => {
   let data: string;
   let env: NodeJS.ProcessEnv;
+  let database: Awaited<ReturnType<typeof testDatabase>> | undefined;
   const aerie = (...args: string[]) => run(process.execPath, [BIN, ...args], env);
 
   beforeAll(async () => {
     await buildIfStale();
     data = await tempDir('aerie-compiled-');
+    database = await testDatabase(data);
     env = {
       ...process.env,
       AERIE_DATA_DIR: data,
-      DATABASE_URL: `sqlite:${path.join(data, 'aerie.db')}`,
+      DATABASE_URL: database.url,
       LOG_LEVEL: 'silent',
     };
   }, 180_000);
-  afterAll(() => rm(data, { recursive: true, force: true }));
+  afterAll(async () => {
+    await rm(data, { recursive: true, force: true });
+    await database?.drop();
+  });
 
   it('makes a backup, archived in a worker thread running the compiled module', async () => {
     const user = await aerie('user', 'create', '--username', 'ops', '--email', 'ops@example.com');

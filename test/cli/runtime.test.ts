@@ -11,27 +11,33 @@ import { loadConfig } from '../../src/config.ts';
 import { openRuntime, type Runtime } from '../../src/runtime.ts';
 import { MemoryCounterStore } from '../../src/shared/counter-store.ts';
 import { RedisCounterStore } from '../../src/shared/redis-counter-store.ts';
+import { testDatabase } from '../support/databases.ts';
 import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
 
 const opened: Runtime[] = [];
-const dirs: string[] = [];
+/** Each fresh data directory with its database (the suite's kind, see TEST_DATABASE). */
+const dirs = new Map<string, Awaited<ReturnType<typeof testDatabase>>>();
 afterEach(async () => {
   for (const runtime of opened.splice(0)) await runtime.close();
-  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  for (const [dir, database] of dirs) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await database.drop();
+  }
+  dirs.clear();
 });
 
 function configIn(dir: string, env: Record<string, string> = {}) {
   return loadConfig({
     AERIE_DATA_DIR: dir,
-    DATABASE_URL: `sqlite:${path.join(dir, 'aerie.db')}`,
+    DATABASE_URL: dirs.get(dir)!.url,
     LOG_LEVEL: 'silent',
     ...env,
   });
 }
 
-function freshDir(): string {
+async function freshDir(): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-runtime-'));
-  dirs.push(dir);
+  dirs.set(dir, await testDatabase(dir));
   return dir;
 }
 
@@ -43,7 +49,7 @@ async function open(config: ReturnType<typeof loadConfig>): Promise<Runtime> {
 
 describe('openRuntime', () => {
   it('migrates on opening and says what it applied', async () => {
-    const config = configIn(freshDir());
+    const config = configIn(await freshDir());
     const first = await open(config);
     expect(first.migrations.length).toBeGreaterThan(0);
     expect(await first.services.users.count()).toBe(0);
@@ -52,11 +58,11 @@ describe('openRuntime', () => {
   });
 
   it('keeps counters in memory without REDIS_URL', async () => {
-    expect((await open(configIn(freshDir()))).counters).toBeInstanceOf(MemoryCounterStore);
+    expect((await open(configIn(await freshDir()))).counters).toBeInstanceOf(MemoryCounterStore);
   });
 
   it('can be closed twice', async () => {
-    const runtime = await openRuntime(configIn(freshDir()));
+    const runtime = await openRuntime(configIn(await freshDir()));
     await runtime.close();
     await expect(runtime.close()).resolves.toBeUndefined();
   });
@@ -65,7 +71,7 @@ describe('openRuntime', () => {
 describe.runIf(await serverAvailable(REDIS_URL))('openRuntime with REDIS_URL', () => {
   it('counts in Redis, shared by every process on it, whatever the process runs', async () => {
     // Two processes on one database: say a `worker` and a CLI command.
-    const dir = freshDir();
+    const dir = await freshDir();
     const worker = await open(configIn(dir, { REDIS_URL }));
     const cli = await open(configIn(dir, { REDIS_URL }));
     expect(worker.counters).toBeInstanceOf(RedisCounterStore);

@@ -161,6 +161,14 @@ describe('POST /api/client/account/api-keys', () => {
     expectValidation(await post(token, { description: 42 }), { description: 'string' });
   });
 
+  it('refuses a description with a NUL (no engine would keep it the same) and makes no key', async () => {
+    const user = await createUser(app);
+    const { token } = await createApiKey(app, user);
+    expectValidation(await post(token, { description: 'a\u0000b' }), { description: 'pattern' });
+    expect(await keyCount(user.id)).toBe(1);
+    expect((await post(token, { description: 'tab\tand newline\n' })).statusCode).toBe(200);
+  });
+
   it.each([
     [['10.0.0.0/33'], 'allowed_ips.0'],
     [['not-an-ip'], 'allowed_ips.0'],
@@ -300,9 +308,26 @@ describe('DELETE /api/client/account/api-keys/{identifier}', () => {
     expect((await list(theirs.token)).statusCode).toBe(200);
   });
 
+  it('matches the identifier exactly: another letter case or a trailing space is a 404 that deletes nothing', async () => {
+    const user = await createUser(app);
+    const { token, identifier } = await createApiKey(app, user);
+    // ptlc_ and 11 letters or digits: swap the case of every letter after the prefix.
+    const swapped =
+      identifier.slice(0, 5) +
+      [...identifier.slice(5)]
+        .map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()))
+        .join('');
+    for (const near of [identifier.toUpperCase(), swapped, `${identifier}%20`, `${identifier}%09`]) {
+      if (near === identifier) continue;
+      expectError(await remove(token, near), 404, 'NotFoundHttpException', NOT_FOUND);
+    }
+    expect(await keyCount(user.id)).toBe(1);
+    expect((await list(token)).statusCode).toBe(200);
+  });
+
   it('answers 404 for an unknown identifier', async () => {
     const { token } = await createApiKey(app, await createUser(app));
-    for (const identifier of ['ptlc_AAAAAAAAAAA', 'nothing', 'ptlc_%25']) {
+    for (const identifier of ['ptlc_AAAAAAAAAAA', 'nothing', 'ptlc_%25', 'ptlc_%00AAAAAAAAAA']) {
       expectError(await remove(token, identifier), 404, 'NotFoundHttpException', NOT_FOUND);
     }
   });

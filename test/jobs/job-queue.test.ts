@@ -85,7 +85,7 @@ describe('claim', () => {
   });
 
   it(
-    'gives each job to exactly one of several worker processes sharing the database file, without errors',
+    'gives each job to exactly one of several worker processes sharing the database, without errors',
     { timeout: 60_000 },
     async () => {
       const ids = await enqueue(600); // enough that the claims overlap in time
@@ -95,9 +95,10 @@ describe('claim', () => {
         `import { connect } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/db/connection.ts')).href)};
 import { transactorFor } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/db/executor.ts')).href)};
 import { JobRepository } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/jobs/job.repository.ts')).href)};
-const [file, owner, startAt] = process.argv.slice(2);
-const db = connect({ kind: 'sqlite', url: 'sqlite:' + file, sqlitePath: file });
-const jobs = new JobRepository(db.kysely, 'sqlite', transactorFor(db.kysely));
+import { loadConfig } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/config.ts')).href)};
+const [url, owner, startAt] = process.argv.slice(2);
+const db = connect(loadConfig({ DATABASE_URL: url }).database);
+const jobs = new JobRepository(db.kysely, db.kind, transactorFor(db.kysely));
 while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
 const claimed = [], errors = [];
 for (let misses = 0; misses < 3; ) {
@@ -116,7 +117,7 @@ await db.destroy();
         ['p1', 'p2', 'p3', 'p4'].map((owner) =>
           run(
             process.execPath,
-            ['--import', 'tsx', script, app.config.database.sqlitePath!, owner, String(startAt)],
+            ['--import', 'tsx', script, app.config.database.url, owner, String(startAt)],
             { cwd: ROOT },
           ),
         ),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import type { Subject } from '../../src/activity/activity.repository.ts';
+import { ActivityRepository, type Subject } from '../../src/activity/activity.repository.ts';
 import type { User } from '../../src/users/user.ts';
 import { bearer, type TestApp } from './harness.ts';
 
@@ -66,45 +66,30 @@ export interface SeedEntry {
   batch?: string;
 }
 
-/** Writes activity rows straight into the database, in the given order; returns their ids. */
+/**
+ * Writes activity entries through the repository (as the services do, kept feed counts and all),
+ * with chosen timestamps, in the given order and one transaction; returns their ids.
+ */
 export async function insertActivity(app: TestApp, entries: SeedEntry[]): Promise<number[]> {
+  const repository = new ActivityRepository(app.db.kysely, app.db.kind);
   return app.db.kysely.transaction().execute(async (trx) => {
     const ids: number[] = [];
     for (const entry of entries) {
-      const event = entry.event ?? 'auth:login';
-      const ip = entry.ip === undefined ? '127.0.0.1' : entry.ip;
-      const actorId = entry.actorId ?? null;
-      const row = await trx
-        .insertInto('activity_logs')
-        .values({
-          batch: entry.batch ?? randomUUID(),
-          event,
-          ip,
-          actor_id: actorId,
-          api_key_id: null,
-          properties: JSON.stringify(entry.properties ?? {}),
-          timestamp: entry.timestamp,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      const id = Number(row.id);
-      ids.push(id);
-      if (entry.subjects.length > 0) {
-        await trx
-          .insertInto('activity_log_subjects')
-          .values(
-            entry.subjects.map((s) => ({
-              activity_log_id: id,
-              subject_type: s.type,
-              subject_id: s.id,
-              timestamp: entry.timestamp,
-              event,
-              ip,
-              actor_id: actorId,
-            })),
-          )
-          .execute();
-      }
+      ids.push(
+        await repository.insert(
+          {
+            batch: entry.batch ?? randomUUID(),
+            event: entry.event ?? 'auth:login',
+            ip: entry.ip === undefined ? '127.0.0.1' : entry.ip,
+            actorId: entry.actorId ?? null,
+            apiKeyId: null,
+            properties: entry.properties ?? {},
+            timestamp: entry.timestamp,
+            subjects: entry.subjects,
+          },
+          trx,
+        ),
+      );
     }
     return ids;
   });
@@ -155,6 +140,7 @@ export function userSubject(user: User): Subject {
 /** Empties the activity log, so that a test sees only the entries it writes. */
 export async function clearActivity(app: TestApp): Promise<void> {
   await app.db.kysely.deleteFrom('activity_log_subjects').execute();
+  await app.db.kysely.deleteFrom('activity_feed_counts').execute();
   await app.db.kysely.deleteFrom('activity_logs').execute();
 }
 

@@ -356,7 +356,7 @@ export function spawnAerie(app: TestApp, args: string[], env: Record<string, str
     env: {
       ...process.env,
       AERIE_DATA_DIR: app.dataDir,
-      DATABASE_URL: `sqlite:${app.config.database.sqlitePath}`,
+      DATABASE_URL: app.config.database.url,
       AERIE_WORKER_POLL_MS: '50',
       LOG_LEVEL: 'info',
       ...env,

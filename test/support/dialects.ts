@@ -1,59 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
-import { createConnection } from 'mysql2/promise';
-import pg from 'pg';
 import { connect, type Db } from '../../src/db/connection.ts';
+import { SERVER_DIALECTS, scratchDatabase } from './databases.ts';
 
-/**
- * The server databases the suite runs against, each given a fresh database per test file and
- * dropped afterwards. The URLs name a server and an existing database to connect to first.
- */
-export const SERVER_DIALECTS = [
-  { kind: 'postgres', url: process.env.AERIE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test' },
-  { kind: 'mysql', url: process.env.AERIE_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test' },
-] as const;
-
-export interface ScratchDatabase {
-  url: string;
-  drop(): Promise<void>;
-}
-
-/** Creates an empty database on the dialect's server and returns its URL. */
-export async function scratchDatabase(dialect: (typeof SERVER_DIALECTS)[number]): Promise<ScratchDatabase> {
-  const name = `aerie_test_${randomBytes(6).toString('hex')}`;
-  const url = new URL(dialect.url);
-  const target = new URL(dialect.url);
-  target.pathname = `/${name}`;
-  if (dialect.kind === 'postgres') {
-    const admin = new pg.Client({ connectionString: url.toString() });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    return {
-      url: target.toString(),
-      drop: async () => {
-        const client = new pg.Client({ connectionString: url.toString() });
-        await client.connect();
-        await client.query(`drop database if exists ${name} with (force)`);
-        await client.end();
-      },
-    };
-  }
-  const admin = await createConnection(url.toString());
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  return {
-    url: target.toString(),
-    drop: async () => {
-      const connection = await createConnection(url.toString());
-      await connection.query(`drop database if exists ${name}`);
-      await connection.end();
-    },
-  };
-}
+export {
+  SERVER_DIALECTS,
+  TEST_DATABASE,
+  scratchDatabase,
+  testDatabase,
+  type ScratchDatabase,
+} from './databases.ts';
 
 /**
  * Whether a server answers at `url`'s host and port. Tests that need PostgreSQL, MariaDB or

@@ -9,6 +9,7 @@ import { openRuntime } from '../../src/runtime.ts';
 import type { Actor, AuthenticatedContext } from '../../src/users/actor.ts';
 import type { Clock } from '../../src/shared/time.ts';
 import type { User } from '../../src/users/user.ts';
+import { testDatabase } from './databases.ts';
 
 export interface TestApp extends App {
   config: Config;
@@ -19,28 +20,45 @@ export interface TestApp extends App {
 
 export interface TestAppOptions {
   env?: Record<string, string>;
-  /** A PostgreSQL or MariaDB database to use instead of a fresh SQLite file. */
+  /**
+   * A database to use (another app's, say) instead of a fresh one of the suite's kind (see
+   * TEST_DATABASE). The app does not drop it on close: whoever made it does.
+   */
   databaseUrl?: string;
   clock?: Clock;
 }
 
 /**
- * A whole Aerie on a fresh SQLite file in a temporary data directory, built as `aerie serve`
- * builds it: `openRuntime`, then `buildApp`. It logs nothing unless `env` sets LOG_LEVEL.
+ * A whole Aerie on a fresh database in a temporary data directory, built as `aerie serve` builds
+ * it: `openRuntime`, then `buildApp`. The database is a new SQLite file, or a scratch database on
+ * the server AERIE_TEST_DATABASE_URL names (dropped on close). It logs nothing unless `env` sets
+ * LOG_LEVEL (or AERIE_TEST_LOG_LEVEL is set).
  */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-test-'));
+  const database = options.databaseUrl === undefined ? await testDatabase(dataDir) : undefined;
+  const dropDatabase = async () => {
+    await database?.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
   const config = loadConfig({
     AERIE_DATA_DIR: dataDir,
-    DATABASE_URL: options.databaseUrl ?? `sqlite:${path.join(dataDir, 'aerie.db')}`,
+    DATABASE_URL: options.databaseUrl ?? database!.url,
     AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES: '0',
     AERIE_RATE_LIMIT_PER_MINUTE: '0',
-    LOG_LEVEL: 'silent',
+    // AERIE_TEST_LOG_LEVEL=error shows, say, what lies behind a 500 a test got.
+    LOG_LEVEL: process.env.AERIE_TEST_LOG_LEVEL ?? 'silent',
     ...options.env,
   });
-  const runtime = await openRuntime(config, options.clock ? { clock: options.clock } : {});
+  const runtime = await openRuntime(config, options.clock ? { clock: options.clock } : {}).catch(
+    async (error: unknown) => {
+      await dropDatabase();
+      throw error;
+    },
+  );
   const app = await buildApp(runtime).catch(async (error: unknown) => {
     await runtime.close();
+    await dropDatabase();
     throw error;
   });
   return {
@@ -51,7 +69,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async close() {
       await app.http.close();
       await runtime.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await dropDatabase();
     },
   };
 }

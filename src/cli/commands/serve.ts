@@ -1,38 +1,53 @@
 import { Option, type Command } from 'commander';
-import { buildApp, type App } from '../../app.ts';
+import type { App } from '../../app.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { openRuntime } from '../../runtime.ts';
+import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
 import { bootstrapAdministrator } from '../bootstrap.ts';
 import { positiveInteger } from '../output.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';
 
 interface ServeOptions {
   role: 'all' | 'api';
+  node: string;
   host?: string;
   port?: string;
 }
 
-/** `aerie serve`: the HTTP API, and with `--role all` (the default) a job worker beside it. */
+/**
+ * `aerie serve`: the HTTP API, and with `--role all` (the default) a worker beside it for the jobs
+ * of one node's servers (`--node`, `local` by default). `--role api` runs no jobs at all.
+ */
 export function serveCommand(cli: Command): void {
   cli
     .command('serve')
     .description('serve the HTTP API (migrates the database first)')
-    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api']).default('all'))
+    .addOption(
+      new Option('--role <role>', 'all: the API and a job worker; api: the API alone, no jobs')
+        .choices(['all', 'api'])
+        .default('all'),
+    )
+    .option('--node <name>', "with --role all: the node whose servers' jobs this process runs", DEFAULT_NODE)
     .option('--host <host>', 'address to listen on (HOST)')
     .option('--port <port>', 'port to listen on (PORT)')
     .action(serve);
 }
 
 async function serve(options: ServeOptions): Promise<void> {
+  const node = nodeName(options.node);
   const config = loadConfig();
   const host = options.host ?? config.host;
   const port = options.port === undefined ? config.port : positiveInteger(options.port);
   const runtime = await openRuntime(config);
   let app: App | undefined;
   try {
+    // The HTTP layer is loaded by the command that serves it, not by every command.
+    const { buildApp } = await import('../../app.ts');
     app = await buildApp(runtime);
-    await bootstrapAdministrator(runtime.services, (text) => process.stdout.write(`${text}\n`));
+    await bootstrapAdministrator(runtime.services, { dataDir: config.dataDir, out: process.stdout });
     await app.http.listen({ host, port });
+    // The metrics listener, when it has an address of its own, and retention beside the worker.
+    await runtime.ops.start({ jobs: options.role === 'all', http: true });
   } catch (error) {
     await app?.http.close();
     await runtime.close();
@@ -41,7 +56,8 @@ async function serve(options: ServeOptions): Promise<void> {
     }
     throw error;
   }
-  const worker = options.role === 'all' ? runtime.services.createWorker() : undefined;
+  // `--role api` runs no jobs: no worker, and so no connection listening for queued jobs.
+  const worker = options.role === 'all' ? runtime.services.createWorker(undefined, node) : undefined;
   worker?.start();
   stopOnSignal(runtime, { http: app.http, ...(worker ? { worker } : {}) });
 }

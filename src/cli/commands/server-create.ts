@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { DEFAULT_NODE } from '../../servers/node-name.ts';
 import { positiveInteger, printRecord } from '../output.ts';
 import { withRuntime } from '../with-runtime.ts';
 
@@ -7,6 +8,7 @@ interface ServerCreateOptions {
   name: string;
   description?: string;
   diskMb: number;
+  node: string;
   json: boolean;
 }
 
@@ -18,12 +20,17 @@ export function serverCreateCommand(server: Command): void {
     .requiredOption('--name <name>')
     .option('--description <text>')
     .option('--disk-mb <mib>', 'disk limit in MiB (0 = none)', positiveInteger, 0)
+    .option(
+      '--node <name>',
+      "the node whose worker holds the server's volume and runs its jobs",
+      DEFAULT_NODE,
+    )
     .option('--json', 'print the record as JSON', false)
     .action((o: ServerCreateOptions) =>
       withRuntime(async ({ services }) => {
         const { server: created, volume } = await services.servers.create(o);
         printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
-          `created server ${created.name} (${created.identifier}, ${created.id})`,
+          `created server ${created.name} (${created.identifier}, ${created.id}) on node ${created.node}`,
           `volume: ${volume}`,
         ]);
       }),

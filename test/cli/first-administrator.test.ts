@@ -1,0 +1,149 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { bootstrapAdministrator, CREDENTIALS_FILE } from '../../src/cli/bootstrap.ts';
+import { aerieArgv, ROOT } from '../support/aerie-process.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = await Promise.resolve()
+      .then(probe)
+      .catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function credentialsIn(text: string): { password: string; token: string } {
+  const password = /password: (\S+)/.exec(text)?.[1];
+  const token = /API key: +(ptlc_\S+)/.exec(text)?.[1];
+  if (password === undefined || token === undefined) throw new Error(`no credentials in: ${text}`);
+  return { password, token };
+}
+
+describe('the first administrator', () => {
+  it('goes to a 0600 file, not to stdout, when stdout is not a terminal (a real `aerie serve`)', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-first-admin-'));
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, aerieArgv(['serve']), {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        AERIE_DATA_DIR: dataDir,
+        DATABASE_URL: `sqlite:${path.join(dataDir, 'aerie.db')}`,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'info',
+        AERIE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    cleanups.push(async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    });
+
+    const base = `http://127.0.0.1:${port}`;
+    await until('the API', async () => ((await fetch(`${base}/health/live`)).ok ? true : undefined));
+    const file = path.join(dataDir, CREDENTIALS_FILE);
+    await until('the message', () => (stdout.includes(file) ? true : undefined));
+
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const { password, token } = credentialsIn(fs.readFileSync(file, 'utf8'));
+    expect(stdout).not.toContain(password);
+    expect(stdout).not.toContain(token);
+    expect(stderr).not.toContain(password);
+    expect(stdout).toContain(`Its username, password and API key are in ${file}`);
+
+    // They work.
+    const login = await fetch(`${base}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'admin', password }),
+    });
+    expect(login.status).toBe(200);
+    const account = await fetch(`${base}/api/client/account`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(account.status).toBe(200);
+    // The same process serves its metrics on their own address.
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain(
+      'aerie_http_request_duration_seconds_count{method="POST",route="/auth/login",status="200"} 1',
+    );
+
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 60_000);
+
+  describe('in process', () => {
+    let app: TestApp;
+    afterEach(() => app.close());
+
+    it('is printed when stdout is a terminal, and no file is written', async () => {
+      app = await startTestApp();
+      let printed = '';
+      const created = await bootstrapAdministrator(app.services, {
+        dataDir: app.dataDir,
+        out: { isTTY: true, write: (text: string) => (printed += text) },
+      });
+      expect(created).toBe(true);
+      const { password } = credentialsIn(printed);
+      expect(printed).toContain('Aerie created its first administrator. This is shown once');
+      expect(fs.existsSync(path.join(app.dataDir, CREDENTIALS_FILE))).toBe(false);
+      const login = await app.http.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { user: 'admin', password },
+      });
+      expect(login.statusCode).toBe(200);
+      // Only once.
+      expect(
+        await bootstrapAdministrator(app.services, { dataDir: app.dataDir, out: { write: () => true } }),
+      ).toBe(false);
+    });
+
+    it('makes no account when the file cannot be written, so no password is lost', async () => {
+      app = await startTestApp();
+      const blocked = path.join(app.dataDir, 'blocked');
+      fs.writeFileSync(blocked, 'a file where the data directory should be');
+      let printed = '';
+      await expect(
+        bootstrapAdministrator(app.services, {
+          dataDir: blocked,
+          out: { write: (text: string) => (printed += text) },
+        }),
+      ).rejects.toThrow();
+      expect(printed).toBe('');
+      expect(await app.services.users.count()).toBe(0);
+    });
+  });
+});
