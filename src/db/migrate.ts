@@ -9,7 +9,7 @@ import { serverNodesMigration } from './migrations/2026_11_26_000000_server_node
 import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retention_indexes.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
-function migrations(db: Db): Record<string, Migration> {
+export function migrations(db: Db): Record<string, Migration> {
   return {
     '2026_11_22_000000_initial': initialMigration(db.kind),
     '2026_11_23_000000_user_numbers': userNumbersMigration(db.kind),
@@ -26,9 +26,10 @@ export function knownMigrations(db: Db): string[] {
   return Object.keys(migrations(db)).sort();
 }
 
-export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
-  const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations(db)) };
-  const migrator = new Migrator({
+/** A migrator over the given migrations, with Aerie's table names and ordering rule. */
+export function migratorFor(db: Db, chosen: Record<string, Migration>): Migrator {
+  const provider: MigrationProvider = { getMigrations: () => Promise.resolve(chosen) };
+  return new Migrator({
     db: db.kysely,
     provider,
     migrationTableName: 'aerie_migrations',
@@ -37,7 +38,10 @@ export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
     // that landed out of date order) gets the missing one too, instead of being refused.
     allowUnorderedMigrations: true,
   });
-  const result = await migrator.migrateToLatest();
+}
+
+export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
+  const result = await migratorFor(db, migrations(db)).migrateToLatest();
   if (result.error !== undefined) {
     const reason = result.error instanceof Error ? result.error.message : JSON.stringify(result.error);
     throw new Error(`database migration failed: ${reason}`, { cause: result.error });

@@ -4,15 +4,13 @@
  * accents and trailing spaces count, JSON columns hold far more than 64 KiB, and the 0/1 flags
  * still read back as 0 and 1.
  */
-import { Migrator, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActivityRepository } from '../../src/activity/activity.repository.ts';
 import type { Db } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
-import { userNumbersMigration } from '../../src/db/migrations/2026_11_23_000000_user_numbers.ts';
-import { feedFilterColumnsMigration } from '../../src/db/migrations/2026_11_24_000000_feed_filter_columns.ts';
 import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
+import { migrateThrough } from '../support/migrations.ts';
 
 const ALICE = '00000000-0000-4000-8000-00000000000a';
 const SERVER = '00000000-0000-4000-8000-0000000000f1';
@@ -34,20 +32,7 @@ describe.each(ALL_DIALECT_CASES)('exact text on $kind', ({ kind, url, available 
     database = await emptyDatabase({ kind, url, available });
     db = database.db;
     // The schema as the previous release left it, with some rows in it.
-    const previous = new Migrator({
-      db: db.kysely,
-      provider: {
-        getMigrations: () =>
-          Promise.resolve({
-            '2026_11_22_000000_initial': initialMigration(kind),
-            '2026_11_23_000000_user_numbers': userNumbersMigration(kind),
-            '2026_11_24_000000_feed_filter_columns': feedFilterColumnsMigration(kind),
-          }),
-      },
-      migrationTableName: 'aerie_migrations',
-      migrationLockTableName: 'aerie_migrations_lock',
-    });
-    expect((await previous.migrateToLatest()).error).toBeUndefined();
+    await migrateThrough(db, '2026_11_24_000000_feed_filter_columns');
     const old = db.kysely as unknown as Loose;
     await old
       .insertInto('users')

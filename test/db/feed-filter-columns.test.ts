@@ -3,14 +3,12 @@
  * them filled from activity_logs on upgrade, and the feed of its old entries reads the same as
  * before — on every engine.
  */
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActivityRepository, type FeedFilter } from '../../src/activity/activity.repository.ts';
 import type { Db } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
-import { userNumbersMigration } from '../../src/db/migrations/2026_11_23_000000_user_numbers.ts';
 import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
+import { migrateThrough } from '../support/migrations.ts';
 
 const CASES = ALL_DIALECT_CASES;
 
@@ -41,19 +39,7 @@ describe.each(CASES)('feed filter columns on $kind', ({ kind, url, available }) 
   });
 
   it.runIf(available)('fills the copies of existing entries on upgrade; filters then read them', async () => {
-    const previous = new Migrator({
-      db: db.kysely,
-      provider: {
-        getMigrations: () =>
-          Promise.resolve({
-            '2026_11_22_000000_initial': initialMigration(kind),
-            '2026_11_23_000000_user_numbers': userNumbersMigration(kind),
-          }),
-      },
-      migrationTableName: 'aerie_migrations',
-      migrationLockTableName: 'aerie_migrations_lock',
-    });
-    expect((await previous.migrateToLatest()).error).toBeUndefined();
+    await migrateThrough(db, '2026_11_23_000000_user_numbers');
     const old = db.kysely as unknown as import('kysely').Kysely<Record<string, Record<string, unknown>>>;
     for (const [id, name] of [
       [ALICE, 'alice'],

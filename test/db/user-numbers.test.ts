@@ -2,14 +2,13 @@
  * Users' integer ids: a database made before they existed gets them on upgrade, in the order
  * its users were made, and users created at the same moment never share one — on every engine.
  */
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
 import { UserRepository } from '../../src/users/user.repository.ts';
 import { UserService } from '../../src/users/user.service.ts';
 import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
+import { migrateThrough } from '../support/migrations.ts';
 
 const CASES = ALL_DIALECT_CASES;
 
@@ -30,15 +29,7 @@ describe.each(CASES)('user numbers on $kind', ({ kind, url, available }) => {
     'numbers existing users on upgrade, then new ones after them, never twice',
     async () => {
       // A database as the first release left it, with three users made out of name order.
-      const first = new Migrator({
-        db: db.kysely,
-        provider: {
-          getMigrations: () => Promise.resolve({ '2026_11_22_000000_initial': initialMigration(kind) }),
-        },
-        migrationTableName: 'aerie_migrations',
-        migrationLockTableName: 'aerie_migrations_lock',
-      });
-      expect((await first.migrateToLatest()).error).toBeUndefined();
+      await migrateThrough(db, '2026_11_22_000000_initial');
       const old = [
         ['c-uuid', 'carol', '2026-01-01T00:00:00.000Z'],
         ['a-uuid', 'alice', '2026-01-02T00:00:00.000Z'],

@@ -4,14 +4,11 @@
  * before nodes existed puts its servers and queued jobs on `local` — on every engine.
  */
 import { randomUUID } from 'node:crypto';
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/connection.ts';
 import { transactorFor } from '../../src/db/executor.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { initialMigration } from '../../src/db/migrations/2026_11_22_000000_initial.ts';
-import { userNumbersMigration } from '../../src/db/migrations/2026_11_23_000000_user_numbers.ts';
-import { feedFilterColumnsMigration } from '../../src/db/migrations/2026_11_24_000000_feed_filter_columns.ts';
 import { JobRepository, type NewJob } from '../../src/jobs/job.repository.ts';
 import { ALL_DIALECT_CASES, emptyDatabase } from '../support/dialects.ts';
 import {
@@ -22,6 +19,7 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
+import { migrateThrough } from '../support/migrations.ts';
 
 const iso = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString();
 const NOW = '2026-11-26T10:00:00.000Z';
@@ -84,20 +82,7 @@ describe.each(ALL_DIALECT_CASES)('nodes on $kind', ({ kind, url, available }) =>
   });
 
   it.runIf(available)('puts existing servers and their queued jobs on local when upgrading', async () => {
-    const previous = new Migrator({
-      db: db.kysely,
-      provider: {
-        getMigrations: () =>
-          Promise.resolve({
-            '2026_11_22_000000_initial': initialMigration(kind),
-            '2026_11_23_000000_user_numbers': userNumbersMigration(kind),
-            '2026_11_24_000000_feed_filter_columns': feedFilterColumnsMigration(kind),
-          }),
-      },
-      migrationTableName: 'aerie_migrations',
-      migrationLockTableName: 'aerie_migrations_lock',
-    });
-    expect((await previous.migrateToLatest()).error).toBeUndefined();
+    await migrateThrough(db, '2026_11_24_000000_feed_filter_columns');
     await insertOwner(db);
     const old = randomUUID();
     await insertServer(db, old);
