@@ -37,6 +37,7 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
+import { until } from '../support/wait.ts';
 
 const MiB = 1024 * 1024;
 const LIVE: TreeSpec = {
@@ -131,14 +132,6 @@ async function smallRestored(): Promise<Awaited<ReturnType<typeof contents>>> {
   return files;
 }
 
-async function until(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe('a worker killed in the middle of extracting', () => {
   it(
     'leaves the volume untouched, and the next worker completes the restore',
@@ -157,8 +150,11 @@ describe('a worker killed in the middle of extracting', () => {
 
       await until(
         async () => existsSync(paths.staging) && (await readdir(paths.staging).catch(() => [])).length > 0,
-        30_000,
-        `the staging directory (worker output: ${doomed.output()})`,
+        {
+          timeoutMs: 30_000,
+          what: `the staging directory (worker output: ${doomed.output()})`,
+          intervalMs: 10,
+        },
       );
       child.kill('SIGKILL');
       await exited;
@@ -174,11 +170,11 @@ describe('a worker killed in the middle of extracting', () => {
       expect(dead.events.map((e) => e.event)).toEqual(['server:backup.restore']);
 
       // Once the dead worker's lease has run out, the next worker takes the job over.
-      await until(
-        () => Promise.resolve((dead.job?.lease_expires_at ?? '') < new Date().toISOString()),
-        5_000,
-        'the lease to expire',
-      );
+      await until(() => Promise.resolve((dead.job?.lease_expires_at ?? '') < new Date().toISOString()), {
+        timeoutMs: 5_000,
+        what: 'the lease to expire',
+        intervalMs: 10,
+      });
       expect(await drainJobs(app)).toBe(1);
 
       expect(await contents(server.volume)).toEqual(await contents(source));

@@ -22,6 +22,7 @@ import { aerieArgv, ROOT } from '../support/aerie-process.ts';
 import { testDatabase } from '../support/databases.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { startS3, type TestS3 } from '../support/s3.ts';
+import { freePort } from '../support/wait.ts';
 
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 const UNITS_DIR = path.join(ROOT, 'deploy/systemd');
@@ -570,14 +571,6 @@ function runNode(
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('the health probes and the bucket one-shot', () => {

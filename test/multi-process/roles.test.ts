@@ -9,7 +9,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restorePaths } from '../../src/storage/restore-files.ts';
@@ -24,6 +23,7 @@ import {
   type ScratchDatabase,
 } from '../support/dialects.ts';
 import { createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
+import { freePort, until } from '../support/wait.ts';
 
 const POSTGRES = SERVER_DIALECTS.find((d) => d.kind === 'postgres')!;
 const available = (await serverAvailable(POSTGRES.url)) && (await serverAvailable(REDIS_URL));
@@ -41,6 +41,8 @@ let scratch: ScratchDatabase;
 let app: TestApp;
 let env: Record<string, string>;
 const procs: Proc[] = [];
+/** The last lines of every process started here, for a timeout's message. */
+const logs = () => procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join('\n');
 const apis: string[] = [];
 
 /** Starts `aerie <args>` on the shared database, data directory and Redis. */
@@ -59,27 +61,6 @@ function start(name: string, args: string[]): Proc {
   return proc;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function until<T>(probe: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) {
-      const logs = procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join('\n');
-      throw new Error(`timed out waiting for ${what}\n${logs}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 async function startApi(name: string): Promise<string> {
   const port = await freePort();
   const proc = start(name, ['serve', '--role', 'api', '--host', '127.0.0.1', '--port', String(port)]);
@@ -90,15 +71,18 @@ async function startApi(name: string): Promise<string> {
         (r) => r.ok,
         () => proc.child.exitCode === null && false,
       ),
-    30_000,
-    `${name} to listen`,
+    { timeoutMs: 30_000, what: `${name} to listen`, context: logs },
   );
   return base;
 }
 
 async function startWorker(name: string, node = 'local'): Promise<Proc> {
   const proc = start(name, ['worker', '--node', node]);
-  await until(() => Promise.resolve(/worker started/.test(proc.output())), 30_000, `${name} to start`);
+  await until(() => Promise.resolve(/worker started/.test(proc.output())), {
+    timeoutMs: 30_000,
+    what: `${name} to start`,
+    context: logs,
+  });
   return proc;
 }
 
@@ -221,8 +205,7 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
         const rows = (await jobsOf('backup.create')).filter((j) => j.node === 'local');
         return rows.length === 30 && rows.every((j) => j.state === 'succeeded') && rows;
       },
-      240_000,
-      'the 30 backups',
+      { timeoutMs: 240_000, what: 'the 30 backups', context: logs },
     );
     expect(done.map((j) => j.attempts)).toEqual(Array.from({ length: 30 }, () => 1));
     // Both workers took a share; no API process ran any.
@@ -252,8 +235,7 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
     const farWorker = await startWorker('far-worker', 'far');
     await until(
       async () => (await jobsOf('backup.create')).find((j) => j.node === 'far' && j.state === 'succeeded'),
-      30_000,
-      'the far backup',
+      { timeoutMs: 30_000, what: 'the far backup', context: logs },
     );
     const [farDone] = (await jobsOf('backup.create')).filter((j) => j.node === 'far');
     expect(pidOf(farDone!.lease_owner)).toBe(farWorker.child.pid);
@@ -321,8 +303,7 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
         const rows = (await jobsOf('backup.restore')).slice(restoreJobsBefore);
         return rows.length === servers.length && rows.every((j) => j.state === 'succeeded') && rows;
       },
-      60_000,
-      'the restores',
+      { timeoutMs: 60_000, what: 'the restores', context: logs },
     );
     expect(jobs.map((j) => j.attempts)).toEqual([1, 1, 1]);
     for (const [i, { server, volume }] of servers.entries()) {
@@ -385,15 +366,14 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
           (j) =>
             (JSON.parse(j.payload) as { serverId: string }).serverId === server.id && j.state === 'running',
         ),
-      30_000,
-      'a worker to claim the restore',
+      { timeoutMs: 30_000, what: 'a worker to claim the restore', context: logs },
     );
     const paths = restorePaths(app.config.volumesDir, server.id, Number(job.id));
-    await until(
-      async () => (await fs.readdir(paths.staging).catch(() => [])).length > 0,
-      30_000,
-      'the restore to start extracting',
-    );
+    await until(async () => (await fs.readdir(paths.staging).catch(() => [])).length > 0, {
+      timeoutMs: 30_000,
+      what: 'the restore to start extracting',
+      context: logs,
+    });
     const victim = procs.find((p) => p.child.pid === pidOf(job.lease_owner));
     expect(victim?.name).toMatch(/^worker-/);
     victim!.child.kill('SIGKILL');
@@ -412,8 +392,7 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
           .executeTakeFirst();
         return row?.state === 'succeeded' || row?.state === 'failed' ? row : undefined;
       },
-      90_000,
-      'the restore to be finished by another worker',
+      { timeoutMs: 90_000, what: 'the restore to be finished by another worker', context: logs },
     );
     expect(finished).toMatchObject({ state: 'succeeded', attempts: 2, error: null });
     expect(pidOf(finished.lease_owner)).not.toBe(victim!.child.pid);

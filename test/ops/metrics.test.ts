@@ -17,6 +17,7 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
+import { freePort, until } from '../support/wait.ts';
 
 const opened: TestApp[] = [];
 async function app(env: Record<string, string>): Promise<TestApp> {
@@ -53,22 +54,6 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
   return samples.find(
     (s) => s.name === name && Object.entries(labels).every(([key, v]) => s.labels[key] === v),
   )?.value;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await condition().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 async function listen(a: TestApp): Promise<string> {

@@ -11,7 +11,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, open, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer as createNetServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -312,17 +311,7 @@ export async function bigTarGzOf(sourceDir: string, file: string): Promise<strin
 // ---------------------------------------------------------------------------------------------
 // Aerie processes started by a test.
 
-/** A TCP port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
+export { freePort } from './wait.ts';
 
 /** Resolves once an Aerie answers HTTP on `port`. */
 export async function untilListening(port: number): Promise<void> {
