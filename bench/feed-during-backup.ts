@@ -10,21 +10,8 @@
  * bench/feed-during-backup.sh prepares all of that (seeded feed, server, tree) and runs it.
  */
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
-
-interface CannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-}) => Promise<CannonResult>;
+import { autocannon } from './autocannon.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '5' }, duration: { type: 'string', default: '5' } },

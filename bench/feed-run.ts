@@ -9,23 +9,10 @@
  *       [--runs 3] [--duration 4] [--aerie dist/main.js]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-
-interface CannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number; mean: number };
-  non2xx: number;
-  errors: number;
-}
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-}) => Promise<CannonResult>;
+import { autocannon } from './autocannon.ts';
 
 const { values } = parseArgs({
   options: {
