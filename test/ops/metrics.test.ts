@@ -232,7 +232,8 @@ describe('metrics', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const scrape = async () => parse(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-      await until(async () => (await scrape()).length > 0);
+      const context = () => `worker output:\n${output.slice(-3000)}`;
+      await until(async () => (await scrape()).length > 0, { what: "the worker's metrics", context });
       const created = await a.http.inject({
         method: 'POST',
         url: `/api/client/servers/${server.identifier}/backups`,
@@ -243,6 +244,7 @@ describe('metrics', () => {
       await until(
         async () =>
           value(await scrape(), 'aerie_jobs_total', { kind: 'backup.create', outcome: 'succeeded' }) === 1,
+        { timeoutMs: 60_000, what: 'the backup job to succeed in the worker', context },
       );
       expect(value(await scrape(), 'aerie_backup_written_bytes_total')).toBeGreaterThan(0);
     } finally {
