@@ -7,6 +7,7 @@ import { ApiRateLimiter } from './http/rate-limit.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
 import { clientErrorHandler, refuseUnservableRequests, refuseWhileClosing } from './http/raw-refusals.ts';
+import { accountRoutes } from './http/routes/account.routes.ts';
 import { activityRoutes } from './http/routes/activity.routes.ts';
 import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
@@ -108,6 +109,7 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     );
     activityRoutes(client, services);
     apiKeyRoutes(client, services);
+    accountRoutes(client, services);
     serverRoutes(client, services);
     serverBackupRoutes(client, services);
     subuserRoutes(client, services);

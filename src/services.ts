@@ -2,7 +2,12 @@ import { ActivityRepository } from './activity/activity.repository.ts';
 import { ActivityService } from './activity/activity.service.ts';
 import { ApiKeyRepository } from './api-keys/api-key.repository.ts';
 import { ApiKeyService } from './api-keys/api-key.service.ts';
+import { LoginCheckpointRepository } from './auth/login-checkpoint.repository.ts';
 import { LoginThrottle } from './auth/login-throttle.ts';
+import { PasswordCheck } from './auth/password-check.ts';
+import { RecoveryTokenRepository } from './auth/recovery-token.repository.ts';
+import { SecretBox } from './auth/secret-box.ts';
+import { TwoFactorService } from './auth/two-factor.service.ts';
 import { SessionRepository } from './auth/session.repository.ts';
 import { SessionService } from './auth/session.service.ts';
 import type { Config } from './config.ts';
@@ -39,6 +44,7 @@ import { SubuserRepository } from './servers/subuser.repository.ts';
 import { SubuserService } from './servers/subuser.service.ts';
 import { UserRepository } from './users/user.repository.ts';
 import { UserService } from './users/user.service.ts';
+import { AccountService } from './users/account.service.ts';
 
 export interface ServiceDeps {
   config: Config;
@@ -70,17 +76,42 @@ export function createServices({
     transaction,
     clock,
   });
-  const sessions = new SessionService({
-    sessions: new SessionRepository(kysely),
+  const sessionRepository = new SessionRepository(kysely);
+  const checkpoints = new LoginCheckpointRepository(kysely);
+  const loginThrottle = new LoginThrottle(counters, {
+    perAddress: config.loginAttemptsPer15Minutes,
+    perAccount: config.loginAccountAttemptsPerHour,
+  });
+  const passwords = new PasswordCheck(userRepository, loginThrottle);
+  const twoFactor = new TwoFactorService({
     users: userRepository,
+    recoveryTokens: new RecoveryTokenRepository(kysely),
+    checkpoints,
+    passwords,
+    secrets: new SecretBox(() => loadAppKey(config.appKey, config.dataDir), 'aerie totp secret'),
     activity,
-    throttle: new LoginThrottle(counters, {
-      perAddress: config.loginAttemptsPer15Minutes,
-      perAccount: config.loginAccountAttemptsPerHour,
-    }),
+    transaction,
+    clock,
+  });
+  const sessions = new SessionService({
+    sessions: sessionRepository,
+    users: userRepository,
+    checkpoints,
+    twoFactor,
+    activity,
+    throttle: loginThrottle,
     transaction,
     clock,
     ttlSeconds: config.sessionTtlSeconds,
+  });
+  const account = new AccountService({
+    users: userRepository,
+    sessions: sessionRepository,
+    checkpoints,
+    passwords,
+    activity,
+    transaction,
+    clock,
   });
   const users = new UserService(userRepository, clock);
   const serverRepository = new ServerRepository(kysely);
@@ -186,6 +217,8 @@ export function createServices({
     activity,
     apiKeys,
     sessions,
+    account,
+    twoFactor,
     users,
     servers,
     subusers,

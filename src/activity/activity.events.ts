@@ -14,12 +14,28 @@ const text = (value: unknown): string =>
 
 const EVENTS = {
   'auth:login': { describe: () => 'Logged in', uses: [] },
-  'auth:fail': { describe: (p) => `Failed to log in as ${text(p.username)}`, uses: ['username'] },
+  'auth:fail': {
+    describe: (p) =>
+      p.two_factor === true
+        ? `Failed two-factor authentication${p.username ? ` as ${text(p.username)}` : ''}`
+        : `Failed to log in as ${text(p.username)}`,
+    uses: ['username', 'two_factor'],
+  },
+  'auth:checkpoint': { describe: () => 'Two-factor authentication requested', uses: [] },
+  'auth:token': { describe: () => 'Solved the two-factor challenge', uses: [] },
+  'auth:recovery-token': { describe: () => 'Used a two-factor recovery token', uses: [] },
   'auth:logout': { describe: () => 'Logged out', uses: [] },
   'auth:ip-blocked': {
     describe: (p) => `Refused API key ${text(p.identifier)} from an address it does not allow`,
     uses: ['identifier'],
   },
+  'user:account.email-changed': {
+    describe: (p) => `Changed email from ${text(p.old)} to ${text(p.new)}`,
+    uses: ['old', 'new'],
+  },
+  'user:account.password-changed': { describe: () => 'Changed password', uses: [] },
+  'user:two-factor.create': { describe: () => 'Enabled two-factor authentication', uses: [] },
+  'user:two-factor.delete': { describe: () => 'Disabled two-factor authentication', uses: [] },
   'user:api-key.create': { describe: (p) => `Created API key ${text(p.identifier)}`, uses: ['identifier'] },
   'user:api-key.delete': { describe: (p) => `Deleted API key ${text(p.identifier)}`, uses: ['identifier'] },
   'server:backup.start': { describe: (p) => `Started backup ${text(p.name)}`, uses: ['name'] },

@@ -6,9 +6,10 @@ export const LoginBodySchema = Type.Object({
 });
 export type LoginBody = Static<typeof LoginBodySchema>;
 
-export const LoginResponseSchema = Type.Object({
+/** A login that is done: the session cookie comes with it. */
+export const CompleteLoginSchema = Type.Object({
   data: Type.Object({
-    complete: Type.Boolean(),
+    complete: Type.Literal(true),
     intended: Type.String(),
     user: Type.Object({
       uuid: Type.String(),
@@ -21,4 +22,37 @@ export const LoginResponseSchema = Type.Object({
     }),
   }),
 });
+export type CompleteLogin = Static<typeof CompleteLoginSchema>;
+
+/** A login whose password was right and whose second factor is still to come (no cookie yet). */
+export const PendingLoginSchema = Type.Object({
+  data: Type.Object({
+    complete: Type.Literal(false),
+    confirmation_token: Type.String({
+      description: 'Give it to POST /auth/login/checkpoint within 5 minutes, with a code.',
+    }),
+  }),
+});
+export type PendingLogin = Static<typeof PendingLoginSchema>;
+
+export const LoginResponseSchema = Type.Union([CompleteLoginSchema, PendingLoginSchema]);
 export type LoginResponse = Static<typeof LoginResponseSchema>;
+
+export const LoginCheckpointBodySchema = Type.Object({
+  confirmation_token: Type.String({ minLength: 1, maxLength: 255 }),
+  authentication_code: Type.Optional(
+    Type.Union([Type.String({ maxLength: 16 }), Type.Integer({ minimum: 0, maximum: 999999 }), Type.Null()], {
+      'x-rule': 'numeric',
+      'x-message': 'The :field field must be a number.',
+      description: 'The code the authenticator app shows; or give recovery_token instead.',
+    }),
+  ),
+  recovery_token: Type.Optional(
+    Type.Union([Type.String({ maxLength: 255 }), Type.Null()], {
+      'x-rule': 'string',
+      'x-message': 'The :field field must be a string.',
+      description: 'One of the recovery tokens, instead of a code; each works once.',
+    }),
+  ),
+});
+export type LoginCheckpointBody = Static<typeof LoginCheckpointBodySchema>;

@@ -95,6 +95,16 @@ export class LoginThrottle {
     await this.store.increment(keys.known, KNOWN_ADDRESS_MS);
   }
 
+  /**
+   * An attempt whose password was right but that is not a whole login yet (the second factor is
+   * still to come), or a password confirmed by a caller already logged in: it gives back its own
+   * counts, and makes its address known to no one.
+   */
+  async passed(ip: string, account: string): Promise<void> {
+    if (this.limits.perAddress === 0) return;
+    await this.giveBack(this.keys(ip, account));
+  }
+
   private async known(key: string): Promise<boolean> {
     return (await this.store.peek(key)).count > 0;
   }

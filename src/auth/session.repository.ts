@@ -21,6 +21,15 @@ export class SessionRepository {
     await db.deleteFrom('sessions').where('id', '=', id).execute();
   }
 
+  /** Ends every session of the user's but `keep` (the caller's own, when there is one). */
+  async deleteForUser(userId: string, keep: string | null, db: Executor = this.db): Promise<void> {
+    await db
+      .deleteFrom('sessions')
+      .where('user_id', '=', userId)
+      .$if(keep !== null, (q) => q.where('id', '!=', keep!))
+      .execute();
+  }
+
   async deleteExpired(now: string): Promise<void> {
     await this.db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
   }

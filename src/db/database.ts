@@ -6,6 +6,7 @@ import type {
 import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { SessionTable } from '../auth/session.table.ts';
+import type { LoginCheckpointTable, RecoveryTokenTable } from '../auth/two-factor.table.ts';
 import type { BackupTable } from '../backups/backup.table.ts';
 import type { ServerTable, SubuserTable } from '../servers/server.table.ts';
 import type { UserNumberTable, UserTable } from '../users/user.table.ts';
@@ -14,6 +15,8 @@ export interface Database {
   users: UserTable;
   user_numbers: UserNumberTable;
   sessions: SessionTable;
+  recovery_tokens: RecoveryTokenTable;
+  login_checkpoints: LoginCheckpointTable;
   api_keys: ApiKeyTable;
   activity_logs: ActivityLogTable;
   activity_log_subjects: ActivityLogSubjectTable;

@@ -66,6 +66,7 @@ export const AccountSchema = Type.Object({
     first_name: Type.String(),
     last_name: Type.String(),
     language: Type.String(),
+    use_totp: Type.Boolean({ description: 'Whether logging in also takes a two-factor code.' }),
   }),
 });
 export type Account = Static<typeof AccountSchema>;

@@ -47,6 +47,7 @@ export function toAccount(user: User): Account {
       first_name: user.firstName,
       last_name: user.lastName,
       language: user.language,
+      use_totp: user.useTotp,
     },
   };
 }

@@ -33,9 +33,87 @@ export class UserRepository {
       this.kind,
       db.insertInto('user_numbers').values({ user_id: row.id }),
     );
-    const stored = { ...row, number };
+    const stored = { totp_secret: null, totp_enabled_at: null, totp_last_step: null, ...row, number };
     await db.insertInto('users').values(stored).execute();
     return stored;
+  }
+
+  /** Whether a user other than `exceptId` has this email (emails are stored in lower case). */
+  async emailTaken(email: string, exceptId: string, db: Executor = this.db): Promise<boolean> {
+    const row = await db
+      .selectFrom('users')
+      .select('id')
+      .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+      .where('id', '!=', exceptId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async updateEmail(id: string, email: string, now: string, db: Executor = this.db): Promise<void> {
+    await db.updateTable('users').set({ email, updated_at: now }).where('id', '=', id).execute();
+  }
+
+  async updatePassword(id: string, passwordHash: string, now: string, db: Executor = this.db): Promise<void> {
+    await db
+      .updateTable('users')
+      .set({ password_hash: passwordHash, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** Stores a pending TOTP secret; false when two-factor authentication is already on. */
+  async setPendingTotpSecret(id: string, sealed: string, db: Executor = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('users')
+      .set({ totp_secret: sealed })
+      .where('id', '=', id)
+      .where('totp_enabled_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Turns two-factor authentication on with the pending secret `sealed`, whose code of `step`
+   * was just shown; false when 2FA is already on or the pending secret has changed meanwhile.
+   */
+  async enableTotp(
+    id: string,
+    sealed: string,
+    step: number,
+    now: string,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('users')
+      .set({ totp_enabled_at: now, totp_last_step: step, updated_at: now })
+      .where('id', '=', id)
+      .where('totp_enabled_at', 'is', null)
+      .where('totp_secret', '=', sealed)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async disableTotp(id: string, now: string, db: Executor = this.db): Promise<void> {
+    await db
+      .updateTable('users')
+      .set({ totp_secret: null, totp_enabled_at: null, totp_last_step: null, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /**
+   * Records that the code of `step` was used: true only if no code of that step or a later one
+   * was accepted before, so a code works once, even under concurrent requests.
+   */
+  async advanceTotpStep(id: string, step: number, db: Executor = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('users')
+      .set({ totp_last_step: step })
+      .where('id', '=', id)
+      .where('totp_enabled_at', 'is not', null)
+      .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   async count(db: Executor = this.db): Promise<number> {

@@ -14,6 +14,12 @@ export interface UserTable {
   root_admin: number;
   created_at: string;
   updated_at: string;
+  /** The TOTP secret, encrypted under the app key: pending while 2FA is set up, then in use. */
+  totp_secret: string | null;
+  /** When two-factor authentication was turned on; null while it is off. */
+  totp_enabled_at: string | null;
+  /** The 30-second step of the last TOTP code accepted: no code at or before it is taken again. */
+  totp_last_step: number | null;
 }
 export type UserRow = Selectable<UserTable>;
 

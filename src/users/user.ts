@@ -11,6 +11,8 @@ export interface User {
   readonly language: string;
   readonly rootAdmin: boolean;
   readonly createdAt: string;
+  /** Whether logging in with a password also takes a TOTP code (or a recovery token). */
+  readonly useTotp: boolean;
 }
 
 export function toUser(row: UserRow): User {
@@ -24,5 +26,6 @@ export function toUser(row: UserRow): User {
     language: row.language,
     rootAdmin: Number(row.root_admin) === 1,
     createdAt: row.created_at,
+    useTotp: row.totp_enabled_at !== null && row.totp_enabled_at !== undefined,
   };
 }

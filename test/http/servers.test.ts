@@ -135,6 +135,7 @@ describe('servers and the account', () => {
         first_name: owner.firstName,
         last_name: owner.lastName,
         language: 'en',
+        use_totp: false,
       },
     });
   });

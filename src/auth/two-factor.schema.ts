@@ -1,0 +1,28 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+export const TwoFactorSetupSchema = Type.Object({
+  data: Type.Object({
+    image_url_data: Type.String({ description: 'The otpauth:// URI for authenticator apps.' }),
+    secret: Type.String({ description: 'The TOTP secret in base32, for entering by hand.' }),
+    qr_code: Type.String({ description: 'A QR code of image_url_data: an SVG image as a data: URI.' }),
+  }),
+});
+export type TwoFactorSetupResource = Static<typeof TwoFactorSetupSchema>;
+
+export const EnableTwoFactorBodySchema = Type.Object({
+  code: Type.String({ minLength: 6, maxLength: 6, description: 'The code the authenticator app shows now.' }),
+  password: Type.String({ minLength: 1, maxLength: 4096 }),
+});
+export type EnableTwoFactorBody = Static<typeof EnableTwoFactorBodySchema>;
+
+export const RecoveryTokensSchema = Type.Object({
+  object: Type.Literal('recovery_tokens'),
+  attributes: Type.Object({
+    tokens: Type.Array(Type.String(), { description: 'Ten single-use recovery tokens, shown once.' }),
+  }),
+});
+
+export const DisableTwoFactorBodySchema = Type.Object({
+  password: Type.String({ minLength: 1, maxLength: 4096 }),
+});
+export type DisableTwoFactorBody = Static<typeof DisableTwoFactorBodySchema>;

@@ -1,0 +1,172 @@
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Executor, Transactor } from '../db/executor.ts';
+import { BadRequestError } from '../shared/errors.ts';
+import { randomAlphanumeric } from '../shared/random.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { AuthenticatedContext } from '../users/actor.ts';
+import { hashPassword, verifyPassword } from '../users/password.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import type { UserRow } from '../users/user.table.ts';
+import type { LoginCheckpointRepository } from './login-checkpoint.repository.ts';
+import type { PasswordCheck } from './password-check.ts';
+import type { RecoveryTokenRepository } from './recovery-token.repository.ts';
+import type { SecretBox } from './secret-box.ts';
+import { base32Encode, matchTotp, newTotpSecret } from './totp.ts';
+
+/** The name authenticator apps show beside the account. */
+const ISSUER = 'Aerie';
+const RECOVERY_TOKENS = 10;
+const RECOVERY_TOKEN_LENGTH = 10;
+
+/** What a user needs to add the account to an authenticator app. */
+export interface TwoFactorSetup {
+  /** The otpauth:// URI the QR code holds. */
+  uri: string;
+  /** The secret in base32, for typing in by hand. */
+  secret: string;
+  /** The QR code of `uri`, an SVG image as a data: URI. */
+  qrCode: string;
+}
+
+/** What proved a login's second factor: a TOTP code (its step), or one recovery token. */
+export type SecondFactor = { kind: 'totp'; step: number } | { kind: 'recovery'; tokenId: number };
+
+export interface TwoFactorServiceDeps {
+  users: UserRepository;
+  recoveryTokens: RecoveryTokenRepository;
+  checkpoints: LoginCheckpointRepository;
+  passwords: PasswordCheck;
+  secrets: SecretBox;
+  activity: ActivityService;
+  transaction: Transactor;
+  clock: Clock;
+}
+
+const alreadyEnabled = () =>
+  new BadRequestError('Two-factor authentication is already enabled on this account.');
+const passwordNotValid = () => new BadRequestError('The password provided was not valid.');
+const tokenNotValid = () =>
+  new BadRequestError(
+    'The provided two-factor authentication token was not valid.',
+    'TwoFactorAuthenticationTokenInvalid',
+  );
+
+/** TOTP two-factor authentication (RFC 6238): setting it up, turning it off, checking it. */
+export class TwoFactorService {
+  constructor(private readonly deps: TwoFactorServiceDeps) {}
+
+  /**
+   * A new secret, stored as pending until a code of it turns 2FA on (each call replaces the
+   * last). Refused while 2FA is on.
+   */
+  async setUp(context: AuthenticatedContext): Promise<TwoFactorSetup> {
+    const { user } = context.actor;
+    if (user.useTotp) throw alreadyEnabled();
+    const secret = newTotpSecret();
+    const sealed = this.deps.secrets.seal(secret, user.id);
+    if (!(await this.deps.users.setPendingTotpSecret(user.id, sealed))) throw alreadyEnabled();
+    const encoded = base32Encode(secret);
+    const issuer = encodeURIComponent(ISSUER);
+    const uri = `otpauth://totp/${issuer}:${encodeURIComponent(user.email)}?secret=${encoded}&issuer=${issuer}`;
+    return { uri, secret: encoded, qrCode: await qrCodeSvg(uri) };
+  }
+
+  /**
+   * Turns 2FA on, given the password and a code of the pending secret; returns the recovery
+   * tokens, shown this once (only their hashes are kept).
+   */
+  async enable(context: AuthenticatedContext, body: { code: string; password: string }): Promise<string[]> {
+    const { user } = context.actor;
+    if (!(await this.deps.passwords.matches(context, user.id, body.password))) throw passwordNotValid();
+    const row = await this.deps.users.findById(user.id);
+    if (row === undefined || row.totp_enabled_at !== null) throw alreadyEnabled();
+    const pending = row.totp_secret;
+    if (pending === null) {
+      throw new BadRequestError(
+        'Two-factor authentication has not been set up on this account: request a secret first.',
+      );
+    }
+    const now = this.deps.clock();
+    const secret = this.deps.secrets.open(pending, user.id);
+    const step = secret === null ? null : matchTotp(secret, body.code, now);
+    if (step === null) throw tokenNotValid();
+
+    const tokens = Array.from({ length: RECOVERY_TOKENS }, () => randomAlphanumeric(RECOVERY_TOKEN_LENGTH));
+    const hashes = await Promise.all(tokens.map((token) => hashPassword(token)));
+    await this.deps.transaction(async (trx) => {
+      const stored = toStoredTime(now);
+      // The pending secret must still be the one the code was checked against.
+      if (!(await this.deps.users.enableTotp(user.id, pending, step, stored, trx))) throw tokenNotValid();
+      await this.deps.recoveryTokens.replaceForUser(user.id, hashes, stored, trx);
+      await this.deps.activity.record(
+        context,
+        { event: 'user:two-factor.create', actor: context.actor, subjects: [{ type: 'user', id: user.id }] },
+        trx,
+      );
+    });
+    return tokens;
+  }
+
+  /**
+   * Turns 2FA off, given the password: the secret, the recovery tokens and any login waiting
+   * for its second factor go. Without 2FA on, it only drops a pending secret.
+   */
+  async disable(context: AuthenticatedContext, body: { password: string }): Promise<void> {
+    const { user } = context.actor;
+    if (!(await this.deps.passwords.matches(context, user.id, body.password))) throw passwordNotValid();
+    await this.deps.transaction(async (trx) => {
+      await this.deps.users.lock(user.id, trx);
+      const row = await this.deps.users.findById(user.id, trx);
+      if (row === undefined) return;
+      await this.deps.users.disableTotp(user.id, toStoredTime(this.deps.clock()), trx);
+      await this.deps.recoveryTokens.deleteForUser(user.id, trx);
+      await this.deps.checkpoints.deleteForUser(user.id, trx);
+      if (row.totp_enabled_at === null) return;
+      await this.deps.activity.record(
+        context,
+        { event: 'user:two-factor.delete', actor: context.actor, subjects: [{ type: 'user', id: user.id }] },
+        trx,
+      );
+    });
+  }
+
+  /**
+   * What a login's second factor proves, if anything: a TOTP code of the user's secret (the
+   * current step or one either side), or one of their recovery tokens. Nothing is used up here:
+   * `consume` does that, in the transaction that starts the session.
+   */
+  async check(
+    row: UserRow,
+    proof: { code: string } | { recoveryToken: string },
+    time: Date,
+  ): Promise<SecondFactor | null> {
+    if (row.totp_enabled_at === null || row.totp_secret === null) return null;
+    if ('code' in proof) {
+      const secret = this.deps.secrets.open(row.totp_secret, row.id);
+      const step = secret === null ? null : matchTotp(secret, proof.code, time);
+      return step === null ? null : { kind: 'totp', step };
+    }
+    const given = proof.recoveryToken.trim();
+    const tokens = await this.deps.recoveryTokens.listForUser(row.id);
+    const matches = await Promise.all(tokens.map((token) => verifyPassword(given, token.token_hash)));
+    const index = matches.indexOf(true);
+    return index < 0 ? null : { kind: 'recovery', tokenId: tokens[index]!.id };
+  }
+
+  /**
+   * Uses up a second factor: the code's step (no code of it or an earlier step works again), or
+   * the recovery token. False when it was used meanwhile.
+   */
+  consume(userId: string, factor: SecondFactor, db: Executor): Promise<boolean> {
+    return factor.kind === 'totp'
+      ? this.deps.users.advanceTotpStep(userId, factor.step, db)
+      : this.deps.recoveryTokens.use(factor.tokenId, userId, db);
+  }
+}
+
+/** The QR code as an SVG data: URI (the library is loaded when first needed). */
+async function qrCodeSvg(text: string): Promise<string> {
+  const { default: qrcode } = await import('qrcode');
+  const svg = await qrcode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
+  return `data:image/svg+xml;base64,${Buffer.from(svg, 'utf8').toString('base64')}`;
+}
