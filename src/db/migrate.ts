@@ -7,6 +7,7 @@ import { exactTextMigration } from './migrations/2026_11_25_000000_exact_text.ts
 import { feedCountsMigration } from './migrations/2026_11_28_000000_feed_counts.ts';
 import { serverNodesMigration } from './migrations/2026_11_26_000000_server_nodes.ts';
 import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retention_indexes.ts';
+import { twoFactorMigration } from './migrations/2026_11_29_000000_two_factor.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -18,6 +19,7 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_11_26_000000_server_nodes': serverNodesMigration(db.kind),
     '2026_11_27_000000_retention_indexes': retentionIndexesMigration(),
     '2026_11_28_000000_feed_counts': feedCountsMigration(db.kind),
+    '2026_11_29_000000_two_factor': twoFactorMigration(db.kind),
   };
 }
 
