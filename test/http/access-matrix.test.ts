@@ -25,6 +25,7 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
+import { codeAt, requestSecret } from '../support/two-factor.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Callers and routes.
@@ -57,12 +58,14 @@ interface Fixture {
 }
 
 interface Route {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** With {server}, {backup}, {user}, {identifier} placeholders. */
   path: string;
   need: Need;
   /** A valid body (a function when it needs what only exists once the suite has started). */
-  body?: Record<string, unknown> | (() => Record<string, unknown>);
+  body?:
+    | Record<string, unknown>
+    | ((caller: Caller) => Record<string, unknown> | Promise<Record<string, unknown>>);
   success: 200 | 204;
   /**
    * For routes that change something: what they change, read from the database. A refused call
@@ -97,6 +100,16 @@ const subuserState = async (serverId: string, userId: string) =>
 const serverStatus = async (serverId: string) =>
   (await db().selectFrom('servers').select('status').where('id', '=', serverId).executeTakeFirstOrThrow())
     .status;
+
+/** Every caller's password (the harness's default), which the account's own settings ask for. */
+const PASSWORD = 'correct horse battery';
+const userColumn = async (
+  f: Fixture,
+  column: 'email' | 'password_hash' | 'totp_secret' | 'totp_enabled_at',
+) =>
+  (await db().selectFrom('users').selectAll().where('id', '=', f.caller.id).executeTakeFirstOrThrow())[
+    column
+  ];
 
 const BACKUPS = '/api/client/servers/{server}/backups';
 const USERS = '/api/client/servers/{server}/users';
@@ -207,6 +220,50 @@ const ROUTES: Route[] = [
         .where('identifier', '=', f.identifier)
         .executeTakeFirst()) ?? 'gone',
   },
+  {
+    method: 'PUT',
+    path: '/api/client/account/email',
+    need: 'self',
+    body: () => ({ email: `matrix-${randomUUID()}@example.com`, password: PASSWORD }),
+    success: 204,
+    state: (f) => userColumn(f, 'email'),
+  },
+  {
+    method: 'PUT',
+    path: '/api/client/account/password',
+    need: 'self',
+    body: { current_password: PASSWORD, password: PASSWORD, password_confirmation: PASSWORD },
+    success: 204,
+    // The same password again, under a new salt.
+    state: (f) => userColumn(f, 'password_hash'),
+  },
+  // Two-factor authentication: set up, turned on, turned off again, by each caller in turn.
+  {
+    method: 'GET',
+    path: '/api/client/account/two-factor',
+    need: 'self',
+    success: 200,
+    state: (f) => userColumn(f, 'totp_secret'),
+  },
+  {
+    method: 'POST',
+    path: '/api/client/account/two-factor',
+    need: 'self',
+    body: async (caller) => ({
+      code: codeAt(await requestSecret(app, bearer(tokens[caller])), new Date()),
+      password: PASSWORD,
+    }),
+    success: 200,
+    state: (f) => userColumn(f, 'totp_enabled_at'),
+  },
+  {
+    method: 'POST',
+    path: '/api/client/account/two-factor/disable',
+    need: 'self',
+    body: { password: PASSWORD },
+    success: 204,
+    state: (f) => userColumn(f, 'totp_enabled_at'),
+  },
 ];
 
 const routeName = (route: Route) => `${route.method} ${route.path}`;
@@ -270,8 +327,8 @@ function urlOf(route: Route, values: { server: string; backup: string; user: str
     .replace('{identifier}', values.identifier);
 }
 
-function call(route: Route, url: string, caller: Caller): Promise<LightMyRequestResponse> {
-  const body = typeof route.body === 'function' ? route.body() : route.body;
+async function call(route: Route, url: string, caller: Caller): Promise<LightMyRequestResponse> {
+  const body = typeof route.body === 'function' ? await route.body(caller) : route.body;
   const options: InjectOptions = {
     method: route.method,
     url,
