@@ -16,6 +16,7 @@ import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-ba
 import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { healthRoutes, installRequestMetrics, metricsRoute } from './http/routes/health.routes.ts';
+import { panelRoutes } from './http/panel.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Runtime } from './runtime.ts';
 import type { Services } from './services.ts';
@@ -115,6 +116,9 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     subuserRoutes(client, services);
     done();
   });
+
+  // The web panel at `/` (and its client-side routes): after every API route, so none is shadowed.
+  await panelRoutes(http, config.panelDir ?? undefined);
 
   await http.ready();
   return { http, services };

@@ -53,6 +53,8 @@ export interface Config {
   readonly metrics: { readonly enabled: boolean; readonly address: MetricsAddress | null };
   /** Where backup archives are kept (AERIE_BACKUP_STORAGE): `backupsDir`, or an S3-compatible bucket. */
   readonly backupStorage: BackupStorageConfig;
+  /** The built web panel (AERIE_PANEL_DIR); null: dist/web in the package, where `npm run build` puts it. */
+  readonly panelDir: string | null;
 }
 
 export type BackupStorageConfig =
@@ -246,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS', 90, 0, 36_500),
     metrics: metrics(env),
     backupStorage: backupStorage(env),
+    panelDir: env.AERIE_PANEL_DIR?.trim() ? path.resolve(cwd, env.AERIE_PANEL_DIR.trim()) : null,
   };
   return Object.freeze(config);
 }
