@@ -71,11 +71,61 @@ export function withStatementCache(database: SQLite.Database): SqliteDatabase {
   };
 }
 
+/** PostgreSQL's type ids (`pg_type.oid`) whose values this pool reads its own way. */
+const PG_BOOL = 16;
+const PG_INT8 = 20;
+const PG_JSON = 114;
+const PG_TIMESTAMPTZ = 1184;
+
+/**
+ * How the pool reads values whose type PostgreSQL has and the other engines lack, so that the
+ * application sees the same values on every engine (see `src/db/column-types.ts`): a `boolean`
+ * as the number 1 or 0 (as MariaDB's BOOLEAN reads), `json` as the text written (as mysql2's
+ * `jsonStrings`), and `timestamptz` as the ISO-8601 string the application wrote. bigint
+ * columns (ids, byte counts) become numbers: they fit in a double for every value Aerie stores.
+ * Set on this pool alone, not on the driver's global table.
+ */
+const PG_TEXT_PARSERS: Record<number, (value: string) => unknown> = {
+  [PG_BOOL]: (value) => (value === 't' ? 1 : 0),
+  [PG_INT8]: (value) => Number(value),
+  [PG_JSON]: (value) => value,
+  [PG_TIMESTAMPTZ]: isoTime,
+};
+
+/** `YYYY-MM-DD hh:mm:ss[.ffffff]±hh[:mm[:ss]][ BC]`: a timestamptz as PostgreSQL prints it (DateStyle ISO). */
+const PG_TIME =
+  /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d)(?::(\d\d))?(?::(\d\d))?( BC)?$/;
+
+/**
+ * A timestamptz as PostgreSQL prints it, in the session's time zone, as the UTC ISO-8601 string
+ * with milliseconds that the application writes (`Date.prototype.toISOString`). Finer digits
+ * are cut, as a Date would cut them (Aerie's columns hold milliseconds: `timestamptz(3)`).
+ * `-infinity` is the empty time (`''`, before every other) that the portable schema spells with
+ * an empty string; anything else unparsed (`infinity`) is returned as printed.
+ */
+export function isoTime(value: string): string {
+  const m = PG_TIME.exec(value);
+  if (m === null) return value === '-infinity' ? '' : value;
+  const [, year = '', month = '', day = '', hour = '', minute = '', second = ''] = m;
+  const millis = (m[7] ?? '').padEnd(3, '0').slice(0, 3);
+  const [zone = '+00', zoneMinutes, zoneSeconds, bc] = m.slice(8);
+  if (zone === '+00' && zoneMinutes === undefined && bc === undefined && year.length === 4) {
+    return `${year}-${month}-${day}T${hour}:${minute}:${second}.${millis}Z`;
+  }
+  const time = new Date(0);
+  time.setUTCFullYear(bc === undefined ? Number(year) : 1 - Number(year), Number(month) - 1, Number(day));
+  time.setUTCHours(Number(hour), Number(minute), Number(second), Number(millis));
+  const offset =
+    (Math.abs(Number(zone)) * 3600 + Number(zoneMinutes ?? 0) * 60 + Number(zoneSeconds ?? 0)) * 1000;
+  return new Date(time.getTime() - (zone.startsWith('-') ? -offset : offset)).toISOString();
+}
+
 function postgresDialect(url: string): Dialect {
   const pg = load('pg') as typeof Pg;
-  // bigint columns (ids, byte counts) fit in a double for every value Aerie stores.
   const getTypeParser = (oid: number, format?: 'text' | 'binary'): unknown =>
-    oid === 20 ? (value: string) => Number(value) : (pg.types.getTypeParser(oid, format) as unknown);
+    (format ?? 'text') === 'text' && oid in PG_TEXT_PARSERS
+      ? PG_TEXT_PARSERS[oid]
+      : (pg.types.getTypeParser(oid, format) as unknown);
   const types = { getTypeParser: getTypeParser as typeof pg.types.getTypeParser };
   const pool = new pg.Pool({ connectionString: url, max: 10, types });
   // An idle connection the server closes (a restart, a failover, an administrator) is dropped
