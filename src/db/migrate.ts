@@ -8,6 +8,7 @@ import { feedCountsMigration } from './migrations/2026_11_28_000000_feed_counts.
 import { serverNodesMigration } from './migrations/2026_11_26_000000_server_nodes.ts';
 import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retention_indexes.ts';
 import { twoFactorMigration } from './migrations/2026_11_29_000000_two_factor.ts';
+import { postgresTypesMigration } from './migrations/2026_12_02_000000_postgres_types.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -20,6 +21,7 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_11_27_000000_retention_indexes': retentionIndexesMigration(),
     '2026_11_28_000000_feed_counts': feedCountsMigration(db.kind),
     '2026_11_29_000000_two_factor': twoFactorMigration(db.kind),
+    '2026_12_02_000000_postgres_types': postgresTypesMigration(db.kind),
   };
 }
 
