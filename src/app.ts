@@ -13,6 +13,7 @@ import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
 import { serverRoutes } from './http/routes/servers.routes.ts';
 import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-backups.routes.ts';
+import { serverEventRoutes } from './http/routes/server-events.routes.ts';
 import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { healthRoutes, installRequestMetrics, metricsRoute } from './http/routes/health.routes.ts';
@@ -113,6 +114,7 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     accountRoutes(client, services);
     serverRoutes(client, services);
     serverBackupRoutes(client, services);
+    serverEventRoutes(client, services, config.eventStreams);
     subuserRoutes(client, services);
     done();
   });

@@ -53,6 +53,13 @@ export interface Config {
   readonly metrics: { readonly enabled: boolean; readonly address: MetricsAddress | null };
   /** Where backup archives are kept (AERIE_BACKUP_STORAGE): `backupsDir`, or an S3-compatible bucket. */
   readonly backupStorage: BackupStorageConfig;
+  /**
+   * How often a running backup or restore writes its progress to the database, and how often
+   * event streams look for changes (AERIE_PROGRESS_INTERVAL_MS).
+   */
+  readonly progressIntervalMs: number;
+  /** Server event streams: how many one user may hold open (per process), and the keep-alive period. */
+  readonly eventStreams: { readonly perUser: number; readonly keepAliveMs: number };
   /** The built web panel (AERIE_PANEL_DIR); null: dist/web in the package, where `npm run build` puts it. */
   readonly panelDir: string | null;
 }
@@ -248,6 +255,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS', 90, 0, 36_500),
     metrics: metrics(env),
     backupStorage: backupStorage(env),
+    progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS', 1000, 10, 60_000),
+    eventStreams: Object.freeze({
+      perUser: integer(env, 'AERIE_EVENT_STREAMS_PER_USER', 10, 1, 1000),
+      keepAliveMs: integer(env, 'AERIE_EVENT_STREAM_KEEPALIVE_SECONDS', 15, 1, 3600) * 1000,
+    }),
     panelDir: env.AERIE_PANEL_DIR?.trim() ? path.resolve(cwd, env.AERIE_PANEL_DIR.trim()) : null,
   };
   return Object.freeze(config);

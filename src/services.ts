@@ -24,6 +24,9 @@ import { RestoreThrottle } from './backups/restore-throttle.ts';
 import { DownloadSigner } from './backups/download-signer.ts';
 import { loadAppKey } from './shared/app-key.ts';
 import { RestoreJob } from './backups/restore.job.ts';
+import { ServerChanges } from './backups/server-changes.ts';
+import { ServerEventsRepository } from './backups/server-events.repository.ts';
+import { ServerEventsService } from './backups/server-events.service.ts';
 import { JobRepository } from './jobs/job.repository.ts';
 import { JobWakeups } from './jobs/job-wakeups.ts';
 import type { JobObserver } from './jobs/job-observer.ts';
@@ -150,13 +153,23 @@ export function createServices({
       : localStorage;
   const storageOf = (disk: string): BackupStorage =>
     disk === storage.disk ? storage : disk === 'local' ? localStorage : new UnavailableBackupStorage('s3');
-  const backupRepository = new BackupRepository(kysely);
+  // Changes to backups and restores made in this process reach its event streams at once.
+  const serverChanges = new ServerChanges();
+  const serverEvents = new ServerEventsService({
+    repository: new ServerEventsRepository(kysely),
+    changes: serverChanges,
+    intervalMs: config.progressIntervalMs,
+    logger,
+  });
+  const progress = { logger, intervalMs: config.progressIntervalMs };
+  const backupRepository = new BackupRepository(kysely, serverChanges);
   const backupRestore = new BackupRestoreService({
     servers: serverRepository,
     jobs,
     activity,
     transaction,
     clock,
+    changes: serverChanges,
     throttle: new RestoreThrottle(
       counters,
       config.apiRateLimitPerMinute === 0 ? null : config.restoreLimitPer15Minutes,
@@ -185,6 +198,7 @@ export function createServices({
       transaction,
       clock,
       volumeOf: (server) => servers.volumeOf(server),
+      progress,
     }),
     'backup.restore': new RestoreJob({
       backups: backupRepository,
@@ -196,6 +210,8 @@ export function createServices({
       clock,
       volumesDir: config.volumesDir,
       logger,
+      progress,
+      changes: serverChanges,
     }),
   };
   /** A worker for the jobs of `onlyNode`'s servers (and of no server), named `name` in logs and leases. */
@@ -226,6 +242,8 @@ export function createServices({
     access,
     backupManagement,
     backupRestore,
+    /** Watches servers for the event streams. */
+    serverEvents,
     jobs,
     jobHandlers,
     jobWakeups,

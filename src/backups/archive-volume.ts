@@ -10,11 +10,18 @@ export interface ArchiveVolumeInput {
   /** Patterns (gitignore rules) of paths to leave out. */
   ignored: readonly string[];
   reportProgress: boolean;
+  progressIntervalMs?: number;
 }
 
 export interface ArchiveVolumeOptions {
   ignored?: readonly string[];
+  /**
+   * Files and bytes so far (archive bytes too), at most every `progressIntervalMs` (250 ms), once
+   * more with the totals; with `phase: 'uploading'` when an S3 upload, all bytes written, is
+   * finishing.
+   */
   onProgress?: (progress: Progress) => void;
+  progressIntervalMs?: number;
   /** Stops the archive at once: the thread ends and the half-written file is removed. */
   signal?: AbortSignal;
 }
@@ -36,6 +43,7 @@ export function archiveVolume(
     output: target,
     ignored: options.ignored ?? [],
     reportProgress: options.onProgress !== undefined,
+    ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
   };
   return runInThread<ArchiveSummary, Progress>(import.meta.url, './archive-volume.thread', input, {
     ...(options.onProgress ? { onMessage: options.onProgress } : {}),

@@ -11,6 +11,8 @@ import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import { archiveVolume } from './archive-volume.ts';
+import { ProgressReporter, type ProgressReporterDeps } from './backup-progress.ts';
+import { threadProgressInterval, toCounts } from './job-progress.ts';
 
 type Payload = JobPayloads['backup.create'];
 
@@ -22,12 +24,14 @@ export interface BackupArchiveJobDeps {
   transaction: Transactor;
   clock: Clock;
   volumeOf: (server: { id: string }) => string;
+  /** Where and how often the job's progress is written. */
+  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
 }
 
 /**
  * Archives a server's volume into the backup its request created, then marks the backup
  * successful (with its size and checksum) or failed. Running it again after a crash simply
- * starts the archive over.
+ * starts the archive over. Its progress is on the backup's row while it runs.
  */
 export class BackupArchiveJob implements JobHandler<Payload> {
   constructor(private readonly deps: BackupArchiveJobDeps) {}
@@ -39,17 +43,34 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     if (backup === undefined) return {}; // deleted while queued: nothing to do
     // A scratch file to move into place, or (S3) an upload made while the archive is written.
     const target = await this.deps.storage.newArchive(serverId, backupId);
+    const progress = new ProgressReporter(
+      { ...this.deps.progress, backups: this.deps.backups, clock: this.deps.clock },
+      backup,
+      { operation: 'backup', phase: 'archiving', bytesTotal: null, filesTotal: null },
+    );
+    let recorded = false;
     try {
       const summary = await archiveVolume(this.deps.volumeOf({ id: serverId }), target, {
         ignored: backup.ignoredFiles,
         signal: job.signal,
+        progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        onProgress: (p) => progress.phase(p.phase ?? 'archiving', toCounts(p)),
       });
       await this.deps.storage.keep(serverId, backupId, target);
+      await progress.stop();
+      // The outcome and the end of the progress are one write.
       await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
-        this.deps.backups.complete(backupId, summary.sha256, summary.archiveBytes, now, trx),
+        this.deps.backups.complete(
+          backup,
+          { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files },
+          now,
+          trx,
+        ),
       );
+      recorded = true;
       return { bytes: summary.archiveBytes };
     } finally {
+      if (!recorded) await progress.clear();
       await this.deps.storage.discard(target);
     }
   }
@@ -58,7 +79,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     const backup = await this.deps.backups.findOfServer(job.payload.serverId, job.payload.backupId);
     if (backup === undefined) return;
     await this.record(job, 'server:backup.fail', { name: backup.name, reason }, (trx, now) =>
-      this.deps.backups.markFailed(backup.id, now, trx),
+      this.deps.backups.markFailed(backup, now, trx),
     );
     // A failed backup keeps no archive: one stored before a later step failed is removed. If the
     // store cannot be reached now, the object stays until the backup is deleted.

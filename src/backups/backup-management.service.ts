@@ -99,6 +99,8 @@ export class BackupManagementService {
       isLocked: body.is_locked,
       createdAt: now,
       completedAt: null,
+      files: null,
+      progress: null,
     };
     await transaction(async (trx) => {
       await servers.lock(server.id, trx);
@@ -132,7 +134,7 @@ export class BackupManagementService {
   async toggleLock(context: AuthenticatedContext, backup: Backup): Promise<Backup> {
     const isLocked = !backup.isLocked;
     await this.deps.transaction(async (trx) => {
-      await this.deps.backups.setLocked(backup.id, isLocked, trx);
+      await this.deps.backups.setLocked(backup, isLocked, trx);
       const event = isLocked ? 'server:backup.lock' : 'server:backup.unlock';
       await this.deps.activity.record(context, entry(context, event, backup), trx);
     });
@@ -147,7 +149,7 @@ export class BackupManagementService {
     }
     if (access.server.status === 'restoring_backup') this.deps.access.assertIdle(access);
     await transaction(async (trx) => {
-      await backups.delete(backup.id, trx);
+      await backups.delete(backup, trx);
       await activity.record(context, entry(context, 'server:backup.delete', backup), trx);
     });
     // The record is gone; an archive left behind by a failed delete is only wasted space.
@@ -200,8 +202,9 @@ export class BackupManagementService {
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
     const server = await this.serverFor(serverRef);
+    let files: number;
     try {
-      await verifyArchive(file, onProgress);
+      ({ files } = await verifyArchive(file, onProgress));
     } catch (error) {
       // Said to whoever runs the import (an AppError is a message, not a stack trace).
       if (error instanceof ArchiveError)
@@ -215,7 +218,7 @@ export class BackupManagementService {
         await fs.copyFile(file, scratch);
         const summary = await sha256File(scratch);
         await storage.put(server.id, id, scratch);
-        return summary;
+        return { ...summary, files };
       } finally {
         await fs.rm(scratch, { force: true });
       }
@@ -240,7 +243,7 @@ export class BackupManagementService {
           onProgress ? { onProgress } : {},
         );
         await storage.keep(server.id, id, target);
-        return { sha256: summary.sha256, bytes: summary.archiveBytes };
+        return { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files };
       } finally {
         await storage.discard(target);
       }
@@ -257,11 +260,11 @@ export class BackupManagementService {
   private async store(
     server: ServerRow,
     name: string,
-    write: (id: string) => Promise<{ sha256: string; bytes: number }>,
+    write: (id: string) => Promise<{ sha256: string; bytes: number; files: number }>,
   ): Promise<BackupRecord> {
     const { storage, backups, clock } = this.deps;
     const id = randomUUID();
-    const { sha256, bytes } = await write(id);
+    const { sha256, bytes, files } = await write(id);
     const now = toStoredTime(clock());
     const trimmed = name.trim();
     const backup: Backup = {
@@ -276,6 +279,8 @@ export class BackupManagementService {
       isLocked: false,
       createdAt: now,
       completedAt: now,
+      files,
+      progress: null,
     };
     await backups.insert(backup);
     return { uuid: id, name: backup.name, bytes, checksum: `sha256:${sha256}` };

@@ -9,6 +9,7 @@ import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { Backup } from './backup.ts';
 import type { RestoreBody } from './backup.schema.ts';
 import type { RestoreThrottle } from './restore-throttle.ts';
+import type { ServerChanges } from './server-changes.ts';
 
 export interface BackupRestoreDeps {
   servers: ServerRepository;
@@ -17,6 +18,8 @@ export interface BackupRestoreDeps {
   transaction: Transactor;
   clock: Clock;
   throttle: RestoreThrottle;
+  /** Told when the server's status changes (event streams of this process). */
+  changes?: ServerChanges;
 }
 
 /** Puts a server's files back as one of its backups holds them (the work itself is a job). */
@@ -77,5 +80,6 @@ export class BackupRestoreService {
         );
       }),
     );
+    this.deps.changes?.notify(serverId);
   }
 }

@@ -1,11 +1,23 @@
 import { countWhere } from '../db/count.ts';
-import type { Executor } from '../db/executor.ts';
-import { toBackup, toBackupRow, type Backup } from './backup.ts';
+import { afterCommit, type Executor } from '../db/executor.ts';
+import type { BackupProgress } from './backup-progress.ts';
+import { progressColumns, toBackup, toBackupRow, type Backup } from './backup.ts';
+import type { ServerChanges } from './server-changes.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A backup as its writes name it: the server is told of the change. */
+export type BackupRef = Pick<Backup, 'id' | 'serverId'>;
+
+/**
+ * Every write bumps the row's `revision` and, once committed, tells `changes` (the event streams
+ * of this process) which server it was on.
+ */
 export class BackupRepository {
-  constructor(private readonly db: Executor) {}
+  constructor(
+    private readonly db: Executor,
+    private readonly changes?: ServerChanges,
+  ) {}
 
   /** A backup of this server, or nothing: a backup of another server is as good as unknown. */
   async findOfServer(
@@ -25,6 +37,7 @@ export class BackupRepository {
 
   async insert(backup: Backup, db: Executor = this.db): Promise<void> {
     await db.insertInto('backups').values(toBackupRow(backup)).execute();
+    this.changed(backup, db);
   }
 
   /** A page of a server's backups, newest first (ties by id, so pages are stable). */
@@ -45,37 +58,96 @@ export class BackupRepository {
     return countWhere(db, 'backups', 'server_id', serverId);
   }
 
+  /** Records the archive made, and that nothing runs on the backup any more. */
   async complete(
-    id: string,
-    sha256: string,
-    bytes: number,
+    backup: BackupRef,
+    archive: { sha256: string; bytes: number; files: number },
     now: string,
     db: Executor = this.db,
   ): Promise<void> {
     await db
       .updateTable('backups')
-      .set({ sha256, bytes, is_successful: 1, completed_at: now })
-      .where('id', '=', id)
+      .set((eb) => ({
+        sha256: archive.sha256,
+        bytes: archive.bytes,
+        files: archive.files,
+        is_successful: 1,
+        completed_at: now,
+        ...progressColumns(null),
+        revision: eb('revision', '+', 1),
+      }))
+      .where('id', '=', backup.id)
       .execute();
+    this.changed(backup, db);
   }
 
-  async markFailed(id: string, now: string, db: Executor = this.db): Promise<void> {
+  async markFailed(backup: BackupRef, now: string, db: Executor = this.db): Promise<void> {
     await db
       .updateTable('backups')
-      .set({ is_successful: 0, completed_at: now })
-      .where('id', '=', id)
+      .set((eb) => ({
+        is_successful: 0,
+        completed_at: now,
+        ...progressColumns(null),
+        revision: eb('revision', '+', 1),
+      }))
+      .where('id', '=', backup.id)
       .execute();
+    this.changed(backup, db);
   }
 
-  async setLocked(id: string, locked: boolean, db: Executor = this.db): Promise<void> {
+  async setLocked(backup: BackupRef, locked: boolean, db: Executor = this.db): Promise<void> {
     await db
       .updateTable('backups')
-      .set({ is_locked: locked ? 1 : 0 })
-      .where('id', '=', id)
+      .set((eb) => ({ is_locked: locked ? 1 : 0, revision: eb('revision', '+', 1) }))
+      .where('id', '=', backup.id)
       .execute();
+    this.changed(backup, db);
   }
 
-  async delete(id: string, db: Executor = this.db): Promise<void> {
-    await db.deleteFrom('backups').where('id', '=', id).execute();
+  async delete(backup: BackupRef, db: Executor = this.db): Promise<void> {
+    await db.deleteFrom('backups').where('id', '=', backup.id).execute();
+    this.changed(backup, db);
+  }
+
+  /**
+   * Writes the progress of the operation running on the backup. With `startedAt`, only while the
+   * row still shows that operation (started then): a write that comes after the operation was
+   * cleared, or after another attempt started over, changes nothing. Says whether it wrote.
+   */
+  async writeProgress(
+    backup: BackupRef,
+    progress: BackupProgress,
+    startedAt: string | null,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('backups')
+      .set((eb) => ({ ...progressColumns(progress), revision: eb('revision', '+', 1) }))
+      .where('id', '=', backup.id)
+      .$if(startedAt !== null, (q) => q.where('progress_started_at', '=', startedAt))
+      .executeTakeFirst();
+    const written = Number(result.numUpdatedRows) > 0;
+    if (written) this.changed(backup, db);
+    return written;
+  }
+
+  /**
+   * Shows that nothing runs on the backup any more; with `startedAt`, only if the operation
+   * started then is the one it shows.
+   */
+  async clearProgress(backup: BackupRef, startedAt: string | null, db: Executor = this.db): Promise<void> {
+    const result = await db
+      .updateTable('backups')
+      .set((eb) => ({ ...progressColumns(null), revision: eb('revision', '+', 1) }))
+      .where('id', '=', backup.id)
+      .where('progress_started_at', 'is not', null)
+      .$if(startedAt !== null, (q) => q.where('progress_started_at', '=', startedAt))
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) > 0) this.changed(backup, db);
+  }
+
+  private changed(backup: BackupRef, db: Executor): void {
+    const changes = this.changes;
+    if (changes !== undefined) afterCommit(db, () => changes.notify(backup.serverId));
   }
 }

@@ -18,6 +18,31 @@ export const RestoreBodySchema = Type.Object({
 });
 export type RestoreBody = Static<typeof RestoreBodySchema>;
 
+export const BackupProgressSchema = Type.Object(
+  {
+    operation: Type.Union([Type.Literal('backup'), Type.Literal('restore')]),
+    phase: Type.String({
+      description:
+        'backup: `archiving`, then `uploading` (S3 only: the upload finishing); restore: `extracting`, `merging` (without truncate), `swapping`.',
+    }),
+    bytes_done: Type.Integer({
+      description: 'Bytes of the archive written (backup) or read (restore) so far.',
+    }),
+    bytes_total: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The archive’s size: known for a restore; null for a backup.',
+    }),
+    files_done: Type.Integer(),
+    files_total: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Files the backup holds: known for a restore of a backup that counted them; null otherwise.',
+    }),
+    started_at: Type.String(),
+    updated_at: Type.String({ description: 'When the progress was last written (about once a second).' }),
+  },
+  { description: 'The backup or restore running on this backup.' },
+);
+export type BackupProgressResource = Static<typeof BackupProgressSchema>;
+
 export const BackupResourceSchema = Type.Object({
   object: Type.Literal('backup'),
   attributes: Type.Object({
@@ -31,6 +56,10 @@ export const BackupResourceSchema = Type.Object({
     completed_at: Type.Union([Type.String(), Type.Null()]),
     is_successful: Type.Boolean(),
     is_locked: Type.Boolean(),
+    progress: Type.Union([BackupProgressSchema, Type.Null()], {
+      description:
+        'What runs on the backup now (a backup being made, or a restore of it); null when nothing does.',
+    }),
   }),
 });
 export type BackupResource = Static<typeof BackupResourceSchema>;

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 
 export interface BackupTable {
   id: string;
@@ -13,5 +13,18 @@ export interface BackupTable {
   is_locked: number;
   created_at: string;
   completed_at: string | null;
+  /** Goes up by one with every change to the row (event streams read it to find what changed). */
+  revision: Generated<number>;
+  /** How many files the finished archive holds; null while it is made, and for older backups. */
+  files: number | null;
+  /** The backup or restore running on this backup; every progress column is null when none runs. */
+  progress_operation: 'backup' | 'restore' | null;
+  progress_phase: string | null;
+  progress_bytes_done: number | null;
+  progress_bytes_total: number | null;
+  progress_files_done: number | null;
+  progress_files_total: number | null;
+  progress_started_at: string | null;
+  progress_updated_at: string | null;
 }
 export type BackupRow = Selectable<BackupTable>;

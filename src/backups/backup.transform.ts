@@ -1,6 +1,7 @@
 import { toWireTime } from '../shared/time.ts';
+import type { BackupProgress } from './backup-progress.ts';
 import type { Backup } from './backup.ts';
-import type { BackupResource } from './backup.schema.ts';
+import type { BackupProgressResource, BackupResource } from './backup.schema.ts';
 
 export function toBackupResource(backup: Backup): BackupResource {
   return {
@@ -16,6 +17,21 @@ export function toBackupResource(backup: Backup): BackupResource {
       completed_at: toWireTime(backup.completedAt),
       is_successful: backup.isSuccessful,
       is_locked: backup.isLocked,
+      progress: toProgressResource(backup.progress),
     },
+  };
+}
+
+export function toProgressResource(progress: BackupProgress | null): BackupProgressResource | null {
+  if (progress === null) return null;
+  return {
+    operation: progress.operation,
+    phase: progress.phase,
+    bytes_done: progress.bytesDone,
+    bytes_total: progress.bytesTotal,
+    files_done: progress.filesDone,
+    files_total: progress.filesTotal,
+    started_at: toWireTime(progress.startedAt),
+    updated_at: toWireTime(progress.updatedAt),
   };
 }

@@ -1,3 +1,4 @@
+import type { BackupProgress } from './backup-progress.ts';
 import type { BackupRow } from './backup.table.ts';
 
 /** A backup of a server: an archive in backup storage, and what is known about it. */
@@ -17,6 +18,10 @@ export interface Backup {
   createdAt: string;
   /** When it was made or failed; null while it is being made. */
   completedAt: string | null;
+  /** How many files the archive holds, once made (null for backups made before it was counted). */
+  files: number | null;
+  /** The backup or restore running on it now; null when none runs. */
+  progress: BackupProgress | null;
 }
 
 export function toBackup(row: BackupRow): Backup {
@@ -32,10 +37,29 @@ export function toBackup(row: BackupRow): Backup {
     isLocked: Number(row.is_locked) === 1,
     createdAt: row.created_at,
     completedAt: row.completed_at,
+    files: row.files === null ? null : Number(row.files),
+    progress: progressOf(row),
   };
 }
 
-export function toBackupRow(backup: Backup): BackupRow {
+function progressOf(row: BackupRow): BackupProgress | null {
+  const operation = row.progress_operation;
+  if (operation === null || row.progress_started_at === null) return null;
+  const count = (value: number | null) => (value === null ? null : Number(value));
+  return {
+    operation,
+    phase: row.progress_phase ?? '',
+    bytesDone: Number(row.progress_bytes_done ?? 0),
+    bytesTotal: count(row.progress_bytes_total),
+    filesDone: Number(row.progress_files_done ?? 0),
+    filesTotal: count(row.progress_files_total),
+    startedAt: row.progress_started_at,
+    updatedAt: row.progress_updated_at ?? row.progress_started_at,
+  };
+}
+
+/** The row of a new backup (its revision starts at the column's default). */
+export function toBackupRow(backup: Backup): Omit<BackupRow, 'revision'> {
   return {
     id: backup.id,
     server_id: backup.serverId,
@@ -48,5 +72,21 @@ export function toBackupRow(backup: Backup): BackupRow {
     is_locked: backup.isLocked ? 1 : 0,
     created_at: backup.createdAt,
     completed_at: backup.completedAt,
+    files: backup.files,
+    ...progressColumns(backup.progress),
   };
+}
+
+/** The progress columns of a backup's row for `progress` (all null for none). */
+export function progressColumns(progress: BackupProgress | null) {
+  return {
+    progress_operation: progress?.operation ?? null,
+    progress_phase: progress?.phase ?? null,
+    progress_bytes_done: progress?.bytesDone ?? null,
+    progress_bytes_total: progress?.bytesTotal ?? null,
+    progress_files_done: progress?.filesDone ?? null,
+    progress_files_total: progress?.filesTotal ?? null,
+    progress_started_at: progress?.startedAt ?? null,
+    progress_updated_at: progress?.updatedAt ?? null,
+  } satisfies Partial<BackupRow>;
 }

@@ -19,7 +19,11 @@ import {
   swapIn,
 } from '../storage/restore-files.ts';
 import { stageRestoreInThread } from '../storage/stage-restore.ts';
+import { ProgressReporter, type ProgressReporterDeps } from './backup-progress.ts';
 import type { BackupRepository } from './backup.repository.ts';
+import type { Backup } from './backup.ts';
+import { threadProgressInterval, toCounts } from './job-progress.ts';
+import type { ServerChanges } from './server-changes.ts';
 
 type Payload = JobPayloads['backup.restore'];
 const MIB = 1024 * 1024;
@@ -41,6 +45,10 @@ export interface RestoreJobDeps {
   clock: Clock;
   volumesDir: string;
   logger: Logger;
+  /** Where and how often the job's progress is written. */
+  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+  /** Told when the server's status returns to idle (event streams of this process). */
+  changes?: ServerChanges;
 }
 
 /**
@@ -68,28 +76,58 @@ export class RestoreJob implements JobHandler<Payload> {
       });
       return recovered.report === null ? {} : { bytes: recovered.report.bytes };
     }
-    const server = await this.deps.servers.findByReference(serverId);
-    const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
-    // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
-    // from S3); the job's signal ends it and removes its staging.
-    const archive = await this.deps.storageOf(backup.disk).locate(serverId, backupId);
-    const report = await stageRestoreInThread(paths, archive, { truncate, maxBytes, signal: job.signal });
-    // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
-    if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
-      await recoverRestore(paths);
-      throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+    const progress = this.startProgress(backup);
+    let recorded = false;
+    try {
+      const server = await this.deps.servers.findByReference(serverId);
+      const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
+      // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
+      // from S3); the job's signal ends it and removes its staging.
+      const archive = await this.deps.storageOf(backup.disk).locate(serverId, backupId);
+      const report = await stageRestoreInThread(
+        paths,
+        archive,
+        {
+          truncate,
+          maxBytes,
+          signal: job.signal,
+          progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        },
+        (p) => progress.phase(p.phase ?? 'extracting', toCounts(p)),
+      );
+      // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
+      if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
+        await recoverRestore(paths);
+        throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+      }
+      // The swap must happen once: only while this worker still holds the job.
+      if (!(await job.renewLease())) {
+        await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
+        throw new Error('the job lease was lost before the swap');
+      }
+      progress.phase('swapping');
+      await swapIn(paths);
+      await progress.stop();
+      await this.finish(job, 'server:backup.restore-complete', {
+        name: backup.name,
+        ...this.completionDetails(job, report),
+      });
+      recorded = true;
+      return { bytes: report.bytes };
+    } finally {
+      if (!recorded) await progress.clear();
     }
-    // The swap must happen once: only while this worker still holds the job.
-    if (!(await job.renewLease())) {
-      await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
-      throw new Error('the job lease was lost before the swap');
-    }
-    await swapIn(paths);
-    await this.finish(job, 'server:backup.restore-complete', {
-      name: backup.name,
-      ...this.completionDetails(job, report),
+  }
+
+  /** The restore's progress on the backup's row: it knows the archive's size and, often, its files. */
+  private startProgress(backup: Backup): ProgressReporter {
+    const { backups, clock } = this.deps;
+    return new ProgressReporter({ ...this.deps.progress, backups, clock }, backup, {
+      operation: 'restore',
+      phase: 'extracting',
+      bytesTotal: backup.bytes > 0 ? backup.bytes : null,
+      filesTotal: backup.files,
     });
-    return { bytes: report.bytes };
   }
 
   /**
@@ -145,7 +183,10 @@ export class RestoreJob implements JobHandler<Payload> {
     return backup?.name ?? job.payload.backupId;
   }
 
-  /** Releases the server and records the outcome in the batch of the request that asked for it. */
+  /**
+   * Releases the server, shows that the restore no longer runs and records the outcome, in the
+   * batch of the request that asked for it.
+   */
   private async finish(
     job: JobContext<Payload>,
     event: 'server:backup.restore-complete' | 'server:backup.restore-failed',
@@ -157,6 +198,7 @@ export class RestoreJob implements JobHandler<Payload> {
     const actor = userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null };
     await this.deps.transaction(async (trx) => {
       await this.deps.servers.releaseStatus(serverId, RESTORING, toStoredTime(this.deps.clock()), trx);
+      await this.deps.backups.clearProgress({ id: backupId, serverId }, null, trx);
       await this.deps.activity.record(
         context,
         {
@@ -171,6 +213,7 @@ export class RestoreJob implements JobHandler<Payload> {
         trx,
       );
     });
+    this.deps.changes?.notify(serverId);
     // Recorded: the reports saved for recovery have served their purpose.
     for (let attempt = 1; attempt <= job.attempt; attempt++)
       await discardReport(restorePaths(this.deps.volumesDir, serverId, job.id, attempt));

@@ -7,6 +7,7 @@ import { exactTextMigration } from './migrations/2026_11_25_000000_exact_text.ts
 import { feedCountsMigration } from './migrations/2026_11_28_000000_feed_counts.ts';
 import { serverNodesMigration } from './migrations/2026_11_26_000000_server_nodes.ts';
 import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retention_indexes.ts';
+import { jobProgressMigration } from './migrations/2026_11_30_000000_job_progress.ts';
 import { twoFactorMigration } from './migrations/2026_11_29_000000_two_factor.ts';
 import { postgresTypesMigration } from './migrations/2026_12_02_000000_postgres_types.ts';
 
@@ -21,6 +22,7 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_11_27_000000_retention_indexes': retentionIndexesMigration(),
     '2026_11_28_000000_feed_counts': feedCountsMigration(db.kind),
     '2026_11_29_000000_two_factor': twoFactorMigration(db.kind),
+    '2026_11_30_000000_job_progress': jobProgressMigration(db.kind),
     '2026_12_02_000000_postgres_types': postgresTypesMigration(db.kind),
   };
 }

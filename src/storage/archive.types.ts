@@ -65,9 +65,21 @@ export interface ExtractLimits {
   maxBytes: number | null;
   /** Aborts the extraction: it stops at once and rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** The least time between two progress reports (250 ms unless set). */
+  progressIntervalMs?: number;
 }
 
+/** How often archive work reports its progress, unless told otherwise. */
+export const PROGRESS_INTERVAL_MS = 250;
+
+/**
+ * How far archive work has got: files and bytes of file content so far. Archiving and
+ * extraction add the bytes of the archive itself (written so far, read so far), and a step of
+ * the work that starts says so in `phase` (an upload finishing, a merge).
+ */
 export interface Progress {
   files: number;
   bytes: number;
+  archiveBytes?: number;
+  phase?: string;
 }

@@ -17,14 +17,13 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Header, Pax } from 'tar';
-import type { Progress } from './archive.types.ts';
+import { PROGRESS_INTERVAL_MS, type Progress } from './archive.types.ts';
 import { parallelGzip, type ParallelGzipOptions } from './parallel-gzip.ts';
 import { isGone, VolumeDir } from './volume-dir.ts';
 
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 const READ_CHUNK = 64 * 1024;
 const BLOCK = 512;
-const PROGRESS_INTERVAL_MS = 250;
 
 export interface ArchiveSummary {
   files: number;
@@ -58,9 +57,11 @@ export async function createArchive(
   compression: ParallelGzipOptions = {},
   /** Stops the archive: it rejects, and the partial file is removed. */
   signal?: AbortSignal,
+  /** The least time between two progress reports. */
+  progressIntervalMs = PROGRESS_INTERVAL_MS,
 ): Promise<ArchiveSummary> {
-  const totals = new Totals(onProgress, exclude);
   const digest = new DigestTap();
+  const totals = new Totals(onProgress, exclude, digest, progressIntervalMs);
   const root = await VolumeDir.open(volume);
   const blocks = tarStream(root, totals);
   const sink = typeof output === 'string' ? fileSink(output) : output;
@@ -73,6 +74,7 @@ export async function createArchive(
       sink.stream,
       ...(signal ? [{ signal }] : []),
     );
+    totals.report(true); // every byte is written: what is left is the sink's to finish (an upload's end)
     await sink.finish();
   } catch (err) {
     await blocks.return(undefined); // closes whatever directories and file the walk still holds
@@ -94,13 +96,16 @@ class Totals {
   constructor(
     private readonly onProgress: ((p: Progress) => void) | undefined,
     readonly exclude: Exclude,
+    private readonly written: { length: number },
+    private readonly intervalMs: number,
   ) {}
 
   report(final = false): void {
+    if (this.onProgress === undefined) return;
     const now = Date.now();
-    if (!final && now - this.last < PROGRESS_INTERVAL_MS) return;
+    if (!final && now - this.last < this.intervalMs) return;
     this.last = now;
-    this.onProgress?.({ files: this.files, bytes: this.bytes });
+    this.onProgress({ files: this.files, bytes: this.bytes, archiveBytes: this.written.length });
   }
 }
 

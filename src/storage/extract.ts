@@ -31,6 +31,7 @@ import {
   type ExtractReport,
   type Progress,
   type SkippedEntry,
+  PROGRESS_INTERVAL_MS,
   shownPath,
 } from './archive.types.ts';
 import { DirectoryRoot } from './directory-root.ts';
@@ -38,7 +39,6 @@ import { DirectoryRoot } from './directory-root.ts';
 /** Bytes charged for every created file or directory, on top of its content. */
 export const ENTRY_COST = 4096;
 const FREE_SPACE_RESERVE = 64 * 1024 * 1024;
-const PROGRESS_INTERVAL_MS = 250;
 const MAX_SKIPPED_LISTED = 1000;
 const WRITE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW;
 const DIR_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
@@ -53,12 +53,15 @@ export async function extractArchive(
   limits.signal?.throwIfAborted();
   const root = await DirectoryRoot.open(destination);
   try {
-    const extraction = new Extraction(root, budget, onProgress);
+    const extraction = new Extraction(root, budget, onProgress, limits.progressIntervalMs);
     // The archive's checksum is taken on the same read: one pass over the file, not two.
     const hash = createHash('sha256');
     await readArchive(archive, (entry) => extraction.entry(entry), {
       ...(limits.signal ? { signal: limits.signal } : {}),
-      onFileData: (chunk) => hash.update(chunk),
+      onFileData: (chunk) => {
+        hash.update(chunk);
+        extraction.read(chunk.length);
+      },
     });
     return { ...(await extraction.finish()), archiveSha256: hash.digest('hex') };
   } finally {
@@ -84,6 +87,7 @@ class Extraction {
   private readonly report: ExtractReport = { files: 0, directories: 0, bytes: 0, skipped: [] };
   private readonly directoryMeta = new Map<string, { mode: number; mtime: Date | undefined }>();
   private used = 0;
+  private archiveBytes = 0;
   private lastProgress = Date.now();
   private lastParent: string | null = null;
 
@@ -91,7 +95,14 @@ class Extraction {
     private readonly root: DirectoryRoot,
     private readonly budget: Budget,
     private readonly onProgress?: (p: Progress) => void,
+    private readonly progressIntervalMs = PROGRESS_INTERVAL_MS,
   ) {}
+
+  /** Bytes of the archive itself read so far (compressed). */
+  read(bytes: number): void {
+    this.archiveBytes += bytes;
+    this.progress();
+  }
 
   /** Writes one entry the reader has checked, or reports it skipped. */
   async entry({ rel, kind, tar, readBody }: ArchiveEntry): Promise<void> {
@@ -197,10 +208,11 @@ class Extraction {
   }
 
   private progress(final = false): void {
+    if (this.onProgress === undefined) return;
     const now = Date.now();
-    if (!final && now - this.lastProgress < PROGRESS_INTERVAL_MS) return;
+    if (!final && now - this.lastProgress < this.progressIntervalMs) return;
     this.lastProgress = now;
-    this.onProgress?.({ files: this.report.files, bytes: this.report.bytes });
+    this.onProgress({ files: this.report.files, bytes: this.report.bytes, archiveBytes: this.archiveBytes });
   }
 }
 

@@ -42,6 +42,8 @@ export interface StageOptions {
   maxBytes: number | null;
   /** Stops the work when aborted (the job's lease was lost); staging is then removed. */
   signal?: AbortSignal;
+  /** The least time between two progress reports (250 ms unless set). */
+  progressIntervalMs?: number;
 }
 
 export type RecoveryOutcome = 'clean' | 'rolled-back' | 'completed';
@@ -90,14 +92,22 @@ export async function stageRestore(
   await removeTree(paths.staging);
   await mkdir(paths.staging, { mode: 0o700 });
   try {
+    let last: Progress = { files: 0, bytes: 0 };
     const report = await extractArchive(
       archive,
       paths.staging,
-      { maxBytes: options.maxBytes, ...(options.signal ? { signal: options.signal } : {}) },
-      onProgress,
+      {
+        maxBytes: options.maxBytes,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.progressIntervalMs === undefined
+          ? {}
+          : { progressIntervalMs: options.progressIntervalMs }),
+      },
+      onProgress && ((progress) => onProgress((last = progress))),
     );
     options.signal?.throwIfAborted();
     if (!options.truncate) {
+      onProgress?.({ ...last, phase: 'merging' });
       const used = report.bytes + ENTRY_COST * (report.files + report.directories);
       await mergeLiveVolume(paths.volume, paths.staging, new MergeBudget(used, options.maxBytes));
     }

@@ -10,7 +10,12 @@ const input = workerData as StageRestoreInput;
 // Background work: the thread answering HTTP (and the other servers' processes) go first.
 lowerThreadPriority();
 runThreadWork<ExtractReport, Progress>(async (signal, post) => {
-  const options: StageOptions = { truncate: input.truncate, maxBytes: input.maxBytes, signal };
+  const options: StageOptions = {
+    truncate: input.truncate,
+    maxBytes: input.maxBytes,
+    signal,
+    ...(input.progressIntervalMs === undefined ? {} : { progressIntervalMs: input.progressIntervalMs }),
+  };
   const onProgress = input.reportProgress ? post : undefined;
   const { archive } = input;
   if (typeof archive === 'string') return stageRestore(input.paths, archive, options, onProgress);

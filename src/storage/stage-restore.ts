@@ -23,10 +23,12 @@ export interface StageRestoreInput {
   truncate: boolean;
   maxBytes: number | null;
   reportProgress: boolean;
+  progressIntervalMs?: number;
 }
 
 /**
- * Builds the restored tree in `paths.staging`, as stageRestore does, in a worker thread.
+ * Builds the restored tree in `paths.staging`, as stageRestore does, in a worker thread, telling
+ * `onProgress` how far it has got (files and bytes written, archive bytes read; then the merge).
  * Aborting `options.signal` ends the thread at once; the staging tree and its report are then
  * removed before the promise rejects. An ArchiveError thrown in the thread is rethrown here as
  * one, with the same reason, message and entry.
@@ -43,6 +45,7 @@ export function stageRestoreInThread(
     truncate: options.truncate,
     maxBytes: options.maxBytes,
     reportProgress: onProgress !== undefined,
+    ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
   };
   return runInThread<ExtractReport, Progress>(import.meta.url, './stage-restore.thread', input, {
     ...(onProgress ? { onMessage: onProgress } : {}),

@@ -491,7 +491,12 @@ describe('extractArchive: progress', () => {
       calls.push({ at: Date.now(), progress }),
     );
 
-    expect(calls.at(-1)?.progress).toEqual({ files: 40, bytes: 40 * MiB });
+    // Bytes of content written, and bytes of the archive read (all of it).
+    expect(calls.at(-1)?.progress).toEqual({
+      files: 40,
+      bytes: 40 * MiB,
+      archiveBytes: fs.statSync(file).size,
+    });
     expect(report.bytes).toBe(40 * MiB);
     for (let i = 1; i < calls.length - 1; i++) {
       expect((calls[i]?.at ?? 0) - (calls[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(240);
