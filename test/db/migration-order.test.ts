@@ -42,6 +42,8 @@ it('runs a missing older migration after newer ones', async () => {
     ['2026_11_26_000000_server_nodes', 'Success'],
     ['2026_11_27_000000_retention_indexes', 'Success'],
     ['2026_11_29_000000_two_factor', 'Success'],
+    ['2026_11_30_000000_job_progress', 'Success'],
+    ['2026_12_02_000000_postgres_types', 'Success'],
   ]);
   const servers = await db.kysely.introspection.getTables();
   expect(servers.find((t) => t.name === 'servers')?.columns.map((c) => c.name)).toContain('node');
