@@ -4,14 +4,17 @@
 #   docker run ... aerie serve --role api  |  aerie worker --node local  |  aerie migrate
 # deploy/compose.yaml runs it beside PostgreSQL, Redis and an S3-compatible store; see docs/deploy.md.
 
-# Build: all dependencies (TypeScript and the native build of better-sqlite3), compile src/ into
-# dist/ (`npm ci` runs the prepare script, `npm run build`), then drop the development dependencies.
+# Build: all dependencies (TypeScript, Vite and the native build of better-sqlite3), compile src/
+# into dist/ and the web panel into dist/web (`npm ci` runs the prepare script, `npm run build`),
+# then drop the development dependencies.
 # `npm ci --omit=dev` alone cannot build: the compiler is a development dependency.
 FROM node:20.20.2-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY src ./src
+# The web panel (React, built by Vite into dist/web; web/vite.config.ts).
+COPY web ./web
 RUN npm ci --no-audit --no-fund \
   && npm prune --omit=dev --no-audit --no-fund \
   && npm cache clean --force

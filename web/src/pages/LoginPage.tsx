@@ -1,0 +1,212 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { api, ApiError, errorMessage } from '../api/client.ts';
+import type { LoginResponse } from '../api/types.ts';
+import { Field } from '../components/Field.tsx';
+import { navigate, useLocation } from '../router.tsx';
+
+/** Where to go after logging in: a path of this panel only, never another site. */
+function safeNext(value: string | null): string {
+  return value !== null && value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/login')
+    ? value
+    : '/servers';
+}
+
+function loginError(error: unknown): string {
+  // The API says the same for an unknown account and a wrong password; so does the panel.
+  if (error instanceof ApiError && (error.status === 400 || error.status === 422))
+    return 'Those credentials do not match an account. Check them and try again.';
+  return errorMessage(error);
+}
+
+export function LoginPage() {
+  const location = useLocation();
+  const client = useQueryClient();
+  const next = safeNext(location.search.get('next'));
+  const expired = location.search.get('expired') === '1';
+  const [user, setUser] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [pending, setPending] = useState(false);
+  const [checkpoint, setCheckpoint] = useState<string | null>(null);
+  const [useRecovery, setUseRecovery] = useState(false);
+  const [code, setCode] = useState('');
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  useEffect(() => {
+    document.title = 'Log in · Aerie';
+  }, []);
+  useEffect(() => {
+    if (checkpoint !== null) heading.current?.focus();
+  }, [checkpoint]);
+
+  const finish = () => {
+    client.clear();
+    navigate(next, { replace: true });
+  };
+
+  const submitLogin = async (event: FormEvent) => {
+    event.preventDefault();
+    if (user.trim() === '' || password === '') {
+      setError('Enter your username or email and your password.');
+      return;
+    }
+    setPending(true);
+    setError(null);
+    try {
+      const response = await api<LoginResponse>('/auth/login', {
+        method: 'POST',
+        body: { user, password },
+        expect401: true,
+      });
+      if (response.data.complete) finish();
+      else {
+        setCheckpoint(response.data.confirmation_token);
+        setPassword('');
+      }
+    } catch (failure) {
+      setError(loginError(failure));
+    } finally {
+      setPending(false);
+    }
+  };
+
+  const submitCode = async (event: FormEvent) => {
+    event.preventDefault();
+    if (checkpoint === null) return;
+    if (code.trim() === '') {
+      setError(useRecovery ? 'Enter a recovery token.' : 'Enter the code from your authenticator app.');
+      return;
+    }
+    setPending(true);
+    setError(null);
+    try {
+      const body = useRecovery
+        ? { confirmation_token: checkpoint, recovery_token: code.trim() }
+        : { confirmation_token: checkpoint, authentication_code: code.replace(/\s+/g, '') };
+      await api('/auth/login/checkpoint', { method: 'POST', body, expect401: true });
+      finish();
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.status === 400 && /expired/i.test(failure.message)) {
+        // The confirmation token lasts a few minutes: start the login again.
+        setCheckpoint(null);
+        setCode('');
+        setError('That took too long. Log in again.');
+      } else if (failure instanceof ApiError && (failure.status === 400 || failure.status === 422))
+        setError(
+          useRecovery
+            ? 'That recovery token is not valid.'
+            : 'That code is not valid. Enter the current one.',
+        );
+      else setError(errorMessage(failure));
+    } finally {
+      setPending(false);
+    }
+  };
+
+  return (
+    <main id="main" className="login">
+      <div className="login-card">
+        <p className="brand">
+          <img src="/favicon.svg" alt="" width={28} height={28} /> Aerie
+        </p>
+        <h1 ref={heading} tabIndex={-1}>
+          {checkpoint === null ? 'Log in' : 'Two-factor authentication'}
+        </h1>
+        {expired && checkpoint === null ? (
+          <p className="notice notice-info">Your session has ended. Log in again to continue.</p>
+        ) : null}
+        {error === null ? null : (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        {checkpoint === null ? (
+          <form onSubmit={(event) => void submitLogin(event)} noValidate>
+            <Field label="Username or email">
+              {(control) => (
+                <input
+                  {...control}
+                  name="user"
+                  autoComplete="username"
+                  required
+                  value={user}
+                  onChange={(event) => setUser(event.target.value)}
+                  autoFocus
+                />
+              )}
+            </Field>
+            <Field label="Password">
+              {(control) => (
+                <input
+                  {...control}
+                  name="password"
+                  type="password"
+                  autoComplete="current-password"
+                  required
+                  value={password}
+                  onChange={(event) => setPassword(event.target.value)}
+                />
+              )}
+            </Field>
+            <button type="submit" className="primary wide" disabled={pending}>
+              {pending ? 'Logging in…' : 'Log in'}
+            </button>
+          </form>
+        ) : (
+          <form onSubmit={(event) => void submitCode(event)} noValidate>
+            <p>
+              {useRecovery
+                ? 'Enter one of the recovery tokens you saved when you turned on two-factor authentication. Each works once.'
+                : 'Enter the 6-digit code from your authenticator app.'}
+            </p>
+            {useRecovery ? (
+              <Field label="Recovery token" key="recovery">
+                {(control) => (
+                  <input
+                    {...control}
+                    name="recovery_token"
+                    autoComplete="off"
+                    value={code}
+                    onChange={(event) => setCode(event.target.value)}
+                    autoFocus
+                  />
+                )}
+              </Field>
+            ) : (
+              <Field label="Authentication code" key="code">
+                {(control) => (
+                  <input
+                    {...control}
+                    name="authentication_code"
+                    inputMode="numeric"
+                    autoComplete="one-time-code"
+                    pattern="[0-9 ]*"
+                    maxLength={8}
+                    value={code}
+                    onChange={(event) => setCode(event.target.value)}
+                    autoFocus
+                  />
+                )}
+              </Field>
+            )}
+            <button type="submit" className="primary wide" disabled={pending}>
+              {pending ? 'Checking…' : 'Continue'}
+            </button>
+            <button
+              type="button"
+              className="link-button"
+              onClick={() => {
+                setUseRecovery((value) => !value);
+                setCode('');
+                setError(null);
+              }}
+            >
+              {useRecovery ? 'Use an authentication code instead' : 'Use a recovery token instead'}
+            </button>
+          </form>
+        )}
+      </div>
+    </main>
+  );
+}

@@ -1,0 +1,81 @@
+import { errorMessage } from '../api/client.ts';
+import { useServers } from '../api/hooks.ts';
+import { Loading, Page } from '../components/Page.tsx';
+import { Pagination } from '../components/Pagination.tsx';
+import { StatusBadge } from '../components/StatusBadge.tsx';
+import { Link, useLocation, withParams } from '../router.tsx';
+
+function pageOf(value: string | null): number {
+  const page = Number(value);
+  return Number.isInteger(page) && page > 0 ? page : 1;
+}
+
+export function ServersPage() {
+  const location = useLocation();
+  const page = pageOf(location.search.get('page'));
+  const servers = useServers(page);
+  return (
+    <Page title="Servers">
+      {servers.isPending ? <Loading what="servers" /> : null}
+      {servers.error === null ? null : (
+        <p className="error" role="alert">
+          {errorMessage(servers.error)}
+        </p>
+      )}
+      {servers.data === undefined ? null : servers.data.data.length === 0 ? (
+        <p className="empty">
+          You have no servers yet. An administrator can make one with `aerie server create`.
+        </p>
+      ) : (
+        <>
+          <table className="table servers">
+            <caption className="visually-hidden">Your servers</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Identifier</th>
+                <th scope="col">Status</th>
+                <th scope="col">Your role</th>
+              </tr>
+            </thead>
+            <tbody>
+              {servers.data.data.map(({ attributes: server, meta }) => (
+                <tr key={server.uuid} data-server={server.identifier}>
+                  <td data-label="Name">
+                    <Link to={`/servers/${server.identifier}`} className="strong">
+                      {server.name}
+                    </Link>
+                    {server.description === '' ? null : (
+                      <div className="muted small">{server.description}</div>
+                    )}
+                  </td>
+                  <td data-label="Identifier">
+                    <code>{server.identifier}</code>
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={server.status} />
+                  </td>
+                  <td data-label="Your role">
+                    {meta.is_server_owner
+                      ? 'Owner'
+                      : meta.user_permissions.includes('*')
+                        ? 'Administrator'
+                        : 'Subuser'}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {servers.data.meta?.pagination === undefined ||
+          servers.data.meta.pagination.total_pages <= 1 ? null : (
+            <Pagination
+              meta={servers.data.meta.pagination}
+              hrefFor={(p) => withParams(location, { page: p === 1 ? null : p })}
+              noun="servers"
+            />
+          )}
+        </>
+      )}
+    </Page>
+  );
+}

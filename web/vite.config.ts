@@ -1,0 +1,26 @@
+import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+// `vite build web` (npm run build): the panel into dist/web, which Aerie serves at `/`
+// (src/http/panel.ts). Hashed file names under assets/ let Aerie cache them for a year.
+export default defineConfig({
+  plugins: [react()],
+  base: '/',
+  build: {
+    outDir: '../dist/web',
+    emptyOutDir: true,
+    assetsDir: 'assets',
+    // No data: URLs for scripts or styles; small images may still be inlined (img-src allows data:).
+    assetsInlineLimit: 0,
+    sourcemap: false,
+    target: 'es2022',
+  },
+  server: {
+    // `npx vite web` during development: the API of an `npm run dev -- serve` on port 8080.
+    proxy: {
+      '/api': 'http://127.0.0.1:8080',
+      '/auth': 'http://127.0.0.1:8080',
+      '/download': 'http://127.0.0.1:8080',
+    },
+  },
+});
