@@ -8,10 +8,18 @@ import type { Runtime } from '../runtime.ts';
  * in hand get until `config.shutdownTimeoutMs`; then open connections are closed, the job is left
  * to its lease, the runtime is closed and the process exits (0, or 1 if stopping failed). A
  * second signal exits at once.
+ *
+ * Installed before the process says it has started, so that a signal sent on reading that line
+ * finds it. With `started`, a signal that comes while start-up is still under way waits for it:
+ * once started (true), everything is stopped as usual; if start-up failed (false), the code that
+ * started it closes what it opened and exits, and the signal changes nothing.
  */
-export function stopOnSignal(runtime: Runtime, running: { http?: FastifyInstance; worker?: Worker }): void {
+export function stopOnSignal(
+  runtime: Runtime,
+  running: { http?: FastifyInstance; worker?: Worker; started?: Promise<boolean> },
+): void {
   const { config, logger } = runtime;
-  const { http, worker } = running;
+  const { http, worker, started = Promise.resolve(true) } = running;
   let stopping = false;
   const stop = async () => {
     const deadline = config.shutdownTimeoutMs;
@@ -24,13 +32,15 @@ export function stopOnSignal(runtime: Runtime, running: { http?: FastifyInstance
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, http ? 'shutting down' : 'worker stopping after the job in hand');
-    stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'could not stop cleanly');
-        process.exit(1);
-      },
-    );
+    started
+      .then((ok) => (ok ? stop().then(() => process.exit(0)) : undefined))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          logger.error({ err: error }, 'could not stop cleanly');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);

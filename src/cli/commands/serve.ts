@@ -40,15 +40,29 @@ async function serve(options: ServeOptions): Promise<void> {
   const port = options.port === undefined ? config.port : positiveInteger(options.port);
   const runtime = await openRuntime(config);
   let app: App | undefined;
+  let started: (outcome: boolean) => void = () => undefined;
   try {
     // The HTTP layer is loaded by the command that serves it, not by every command.
     const { buildApp } = await import('../../app.ts');
     app = await buildApp(runtime);
     await bootstrapAdministrator(runtime.services, { dataDir: config.dataDir, out: process.stdout });
+    // `--role api` runs no jobs: no worker, and so no connection listening for queued jobs.
+    const worker = options.role === 'all' ? runtime.services.createWorker(undefined, node) : undefined;
+    // Before Fastify says it is listening: a SIGTERM sent on reading that line must find the
+    // handler. A signal during the rest of start-up waits for it to end, then stops everything.
+    stopOnSignal(runtime, {
+      http: app.http,
+      ...(worker ? { worker } : {}),
+      started: new Promise<boolean>((resolve) => (started = resolve)),
+    });
     await app.http.listen({ host, port });
     // The metrics listener, when it has an address of its own, and retention beside the worker.
     await runtime.ops.start({ jobs: options.role === 'all', http: true });
+    worker?.start();
+    started(true);
   } catch (error) {
+    // Whoever signals now finds a process already stopping: this path closes and exits.
+    started(false);
     await app?.http.close();
     await runtime.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
@@ -56,8 +70,4 @@ async function serve(options: ServeOptions): Promise<void> {
     }
     throw error;
   }
-  // `--role api` runs no jobs: no worker, and so no connection listening for queued jobs.
-  const worker = options.role === 'all' ? runtime.services.createWorker(undefined, node) : undefined;
-  worker?.start();
-  stopOnSignal(runtime, { http: app.http, ...(worker ? { worker } : {}) });
 }
