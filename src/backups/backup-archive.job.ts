@@ -54,7 +54,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
         ignored: backup.ignoredFiles,
         signal: job.signal,
         progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
-        onProgress: (p) => progress.phase(p.phase ?? 'archiving', toCounts(p)),
+        onProgress: (p) => progress.report(toCounts(p), p.phase),
       });
       await this.deps.storage.keep(serverId, backupId, target);
       await progress.stop();

@@ -64,6 +64,8 @@ export class ProgressReporter {
   private dirty = true;
   private urgent = true;
   private first = true;
+  /** Phases that ended before they were written: each is written, in order, before what follows. */
+  private readonly unwritten: BackupProgress[] = [];
   private writing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -84,8 +86,13 @@ export class ProgressReporter {
     return this.state.startedAt;
   }
 
-  /** The latest counts; written within an interval. */
-  report(done: { bytes?: number; files?: number }): void {
+  /** The latest counts (and a new phase, if `phase` differs); counts are written within an interval. */
+  report(done: { bytes?: number; files?: number }, phase?: string): void {
+    if (phase !== undefined && phase !== this.state.phase) {
+      if (this.urgent) this.unwritten.push({ ...this.state });
+      this.state.phase = phase;
+      this.urgent = true;
+    }
     if (done.bytes !== undefined) this.state.bytesDone = done.bytes;
     if (done.files !== undefined) this.state.filesDone = done.files;
     this.dirty = true;
@@ -93,24 +100,26 @@ export class ProgressReporter {
   }
 
   /** A new phase, written as soon as the write in flight (if any) has ended. */
-  phase(phase: string, done: { bytes?: number; files?: number } = {}): void {
-    if (phase === this.state.phase) return this.report(done);
-    this.state.phase = phase;
-    this.urgent = true;
-    this.report(done);
+  phase(phase: string): void {
+    this.report({}, phase);
   }
 
-  /** Writes nothing more; resolves once the write in flight (if any) has ended. */
+  /**
+   * Writes nothing more, except phases not yet written (every phase reaches the row, in order);
+   * resolves once the last write has ended.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.writing;
+    const phasesPending = !this.stopped;
+    await this.halt();
+    while (phasesPending && (this.urgent || this.unwritten.length > 0)) {
+      this.write();
+      await this.writing;
+    }
   }
 
   /** Stops, then shows on the row that this operation no longer runs (unless another replaced it). */
   async clear(): Promise<void> {
-    await this.stop();
+    await this.halt();
     try {
       await this.deps.backups.clearProgress(this.backup, this.state.startedAt);
     } catch (error) {
@@ -118,9 +127,19 @@ export class ProgressReporter {
     }
   }
 
+  private async halt(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.writing;
+  }
+
   private schedule(): void {
     if (this.stopped || this.writing !== undefined || this.timer !== undefined || !this.dirty) return;
-    const wait = this.urgent ? 0 : Math.max(0, this.lastWrite + this.deps.intervalMs - performance.now());
+    const wait =
+      this.urgent || this.unwritten.length > 0
+        ? 0
+        : Math.max(0, this.lastWrite + this.deps.intervalMs - performance.now());
     if (wait === 0) {
       this.write();
       return;
@@ -133,15 +152,20 @@ export class ProgressReporter {
   }
 
   private write(): void {
-    this.dirty = false;
-    this.urgent = false;
+    // An ended phase not yet written goes first; the current state stays to be written after it.
+    const ended = this.unwritten.shift();
+    if (ended === undefined) {
+      this.dirty = false;
+      this.urgent = false;
+    }
     this.lastWrite = performance.now();
-    this.state.updatedAt = toStoredTime(this.deps.clock());
+    const progress = ended ?? this.state;
+    progress.updatedAt = toStoredTime(this.deps.clock());
     // The first write starts the operation on the row; later ones only continue it.
     const onlyIfStarted = this.first ? null : this.state.startedAt;
     this.first = false;
     this.writing = this.deps.backups
-      .writeProgress(this.backup, { ...this.state }, onlyIfStarted)
+      .writeProgress(this.backup, { ...progress }, onlyIfStarted)
       .then(
         () => undefined,
         (error: unknown) => {

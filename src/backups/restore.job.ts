@@ -93,7 +93,7 @@ export class RestoreJob implements JobHandler<Payload> {
           signal: job.signal,
           progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
         },
-        (p) => progress.phase(p.phase ?? 'extracting', toCounts(p)),
+        (p) => progress.report(toCounts(p), p.phase),
       );
       // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
       if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {

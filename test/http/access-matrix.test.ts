@@ -674,8 +674,15 @@ async function documentedRoutes(): Promise<string[]> {
     .sort();
 }
 
+/**
+ * Routes whose answer is a stream that does not end (server-sent events), which `inject` cannot
+ * wait for: their access rules (owner, administrator, subusers with and without a permission,
+ * stranger, no credentials) are checked over a real socket in test/http/server-events.test.ts.
+ */
+const STREAMED = ['GET /api/client/servers/{server}/events'];
+
 it('covers every client route the API documents', async () => {
   const names = ROUTES.map(routeName);
   expect(new Set(names).size).toBe(names.length);
-  expect([...names].sort()).toEqual(await documentedRoutes());
+  expect([...names, ...STREAMED].sort()).toEqual(await documentedRoutes());
 });

@@ -6,11 +6,40 @@
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 
+/** A backup's `progress`, as the stream sends it. */
+export interface ProgressData {
+  operation: 'backup' | 'restore';
+  phase: string;
+  bytes_done: number;
+  bytes_total: number | null;
+  files_done: number;
+  files_total: number | null;
+  started_at: string;
+  updated_at: string;
+}
+
+/** An event's data: the fields the tests read by name, as the stream may send them. */
+export interface EventData {
+  [field: string]: unknown;
+  status?: string | null;
+  backup?: string;
+  uuid?: string;
+  /** `backup.progress`, `backup.updated`: the progress; `snapshot`: each running operation's. */
+  progress?: ProgressData | null | { backup: string; progress: ProgressData }[];
+}
+
 export interface StreamEvent {
   event: string;
-  data: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- parsed JSON, checked by the tests
+  data: EventData;
   /** When it arrived (performance.now()). */
   at: number;
+}
+
+/** The progress a `backup.progress` or `backup.updated` event carries. */
+export function progressIn(event: StreamEvent): ProgressData | null {
+  const { progress } = event.data;
+  if (Array.isArray(progress)) throw new Error(`${event.event} carries a list of progress`);
+  return progress ?? null;
 }
 
 export interface EventStream {
@@ -74,7 +103,8 @@ function wrap(response: IncomingMessage, hangUp: () => void): EventStream {
         else if (line.startsWith('event: ')) event = line.slice(7);
         else if (line.startsWith('data: ')) data.push(line.slice(6));
       }
-      if (data.length > 0) events.push({ event, data: JSON.parse(data.join('\n')), at: performance.now() });
+      if (data.length > 0)
+        events.push({ event, data: JSON.parse(data.join('\n')) as EventData, at: performance.now() });
     }
     wake();
   });

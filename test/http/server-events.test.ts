@@ -24,7 +24,13 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
-import { openEventStream, type EventStream, type StreamEvent } from './server-events-client.ts';
+import {
+  openEventStream,
+  progressIn,
+  type EventStream,
+  type ProgressData,
+  type StreamEvent,
+} from './server-events-client.ts';
 
 const MiB = 1024 * 1024;
 const WIRE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
@@ -102,34 +108,30 @@ const statusIs = (status: string | null) => (e: StreamEvent) =>
   e.event === 'server.status' && e.data.status === status;
 
 /** The progress events of one operation on a backup, up to the one that says it has ended. */
-async function progressUntilEnd(stream: EventStream, backup: string): Promise<Record<string, unknown>[]> {
-  const seen: Record<string, unknown>[] = [];
+async function progressUntilEnd(stream: EventStream, backup: string): Promise<ProgressData[]> {
+  const seen: ProgressData[] = [];
   for (;;) {
-    const { data } = await stream.next(progressOf(backup), 30_000, `progress of ${backup}`);
-    if (data.progress === null) return seen;
-    seen.push(data.progress as Record<string, unknown>);
+    const progress = progressIn(await stream.next(progressOf(backup), 30_000, `progress of ${backup}`));
+    if (progress === null) return seen;
+    seen.push(progress);
   }
 }
 
 /** Each step's counts never go back, stay within the totals, and its phases come in `order`. */
-function expectSteady(steps: Record<string, unknown>[], order: string[]): void {
+function expectSteady(steps: ProgressData[], order: string[]): void {
   for (let i = 1; i < steps.length; i++) {
     const [before, after] = [steps[i - 1]!, steps[i]!];
-    expect(after.bytes_done as number).toBeGreaterThanOrEqual(before.bytes_done as number);
-    expect(after.files_done as number).toBeGreaterThanOrEqual(before.files_done as number);
-    expect(order.indexOf(after.phase as string)).toBeGreaterThanOrEqual(
-      order.indexOf(before.phase as string),
-    );
+    expect(after.bytes_done).toBeGreaterThanOrEqual(before.bytes_done);
+    expect(after.files_done).toBeGreaterThanOrEqual(before.files_done);
+    expect(order.indexOf(after.phase)).toBeGreaterThanOrEqual(order.indexOf(before.phase));
     expect(after.started_at).toBe(before.started_at);
   }
   for (const step of steps) {
     expect(order).toContain(step.phase);
     expect(step.started_at).toMatch(WIRE_TIME);
     expect(step.updated_at).toMatch(WIRE_TIME);
-    if (step.bytes_total !== null)
-      expect(step.bytes_done as number).toBeLessThanOrEqual(step.bytes_total as number);
-    if (step.files_total !== null)
-      expect(step.files_done as number).toBeLessThanOrEqual(step.files_total as number);
+    if (step.bytes_total !== null) expect(step.bytes_done).toBeLessThanOrEqual(step.bytes_total);
+    if (step.files_total !== null) expect(step.files_done).toBeLessThanOrEqual(step.files_total);
   }
 }
 
@@ -172,7 +174,7 @@ describe('a stream', () => {
         files_total: null,
       });
     }
-    expect(steps.at(-1)!.bytes_done as number).toBeGreaterThan(steps[0]!.bytes_done as number);
+    expect(steps.at(-1)!.bytes_done).toBeGreaterThan(steps[0]!.bytes_done);
 
     // The end of the progress comes before the outcome (the same write makes both).
     const done = await stream.next(updateOf(uuid), 10_000, 'the finished backup');
@@ -183,8 +185,8 @@ describe('a stream', () => {
       progress: null,
     });
     expect(done.data.completed_at).toMatch(WIRE_TIME);
-    expect(steps.at(-1)!.bytes_done as number).toBeLessThanOrEqual(fs.statSync(archive).size);
-    expect(steps.at(-1)!.files_done as number).toBeLessThanOrEqual(24);
+    expect(steps.at(-1)!.bytes_done).toBeLessThanOrEqual(fs.statSync(archive).size);
+    expect(steps.at(-1)!.files_done).toBeLessThanOrEqual(24);
 
     const resource = await api('GET', `/servers/${server.id}/backups/${uuid}`, token);
     expect(resource.json<{ attributes: { progress: unknown } }>().attributes.progress).toBeNull();
@@ -211,7 +213,7 @@ describe('a stream', () => {
       expect(step).toMatchObject({ operation: 'restore', bytes_total: size, files_total: 24 });
     }
     expect(steps[0]!.phase).toBe('extracting');
-    expect(steps.at(-1)!.bytes_done as number).toBeGreaterThan(steps[0]!.bytes_done as number);
+    expect(steps.at(-1)!.bytes_done).toBeGreaterThan(steps[0]!.bytes_done);
     await stream.next(statusIs(null), 10_000, 'the server idle again');
     expect(fs.readdirSync(path.join(server.volume, 'world'))).toHaveLength(24);
     rmQuietly(source, file);
