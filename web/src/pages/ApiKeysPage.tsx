@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage, fieldError } from '../api/client.ts';
 import { keys, useApiKeys } from '../api/hooks.ts';
 import type { ApiKey, CreatedApiKey } from '../api/types.ts';
@@ -60,7 +60,9 @@ function CreateKeyForm({ onCreated }: { onCreated: (key: CreatedApiKey) => void 
       : null;
   return (
     <form className="card" onSubmit={submit} aria-labelledby="create-key-heading" noValidate>
-      <h2 id="create-key-heading">Create an API key</h2>
+      <h2 id="create-key-heading" tabIndex={-1}>
+        Create an API key
+      </h2>
       <Field
         label="Description"
         error={fieldError(create.error, 'description')}
@@ -107,6 +109,9 @@ function CreateKeyForm({ onCreated }: { onCreated: (key: CreatedApiKey) => void 
 /** The token of a key just made: shown here, once, and nowhere else ever again. */
 function NewKeySecret({ created, onDone }: { created: CreatedApiKey; onDone: () => void }) {
   const token = created.attributes.identifier + created.meta.secret_token;
+  const field = useRef<HTMLInputElement>(null);
+  // The one thing to do now is to copy it: the focus goes there (and selects it).
+  useEffect(() => field.current?.focus(), [token]);
   return (
     <section className="card secret" aria-labelledby="secret-heading" role="region">
       <h2 id="secret-heading">Your new API key</h2>
@@ -120,6 +125,7 @@ function NewKeySecret({ created, onDone }: { created: CreatedApiKey; onDone: () 
         </label>
         <input
           id="new-key-token"
+          ref={field}
           className="mono"
           readOnly
           value={token}
@@ -149,7 +155,15 @@ export function ApiKeysPage() {
         Keys let scripts and other clients use the API as you. Each key&apos;s secret is shown once, when it
         is made.
       </p>
-      {created === null ? null : <NewKeySecret created={created} onDone={() => setCreated(null)} />}
+      {created === null ? null : (
+        <NewKeySecret
+          created={created}
+          onDone={() => {
+            setCreated(null);
+            document.getElementById('create-key-heading')?.focus();
+          }}
+        />
+      )}
       <CreateKeyForm onCreated={setCreated} />
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading">Your keys</h2>
