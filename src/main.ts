@@ -7,6 +7,7 @@ import { serveCommand } from './cli/commands/serve.ts';
 import { serverAddSubuserCommand } from './cli/commands/server-add-subuser.ts';
 import { serverCreateCommand } from './cli/commands/server-create.ts';
 import { userCreateCommand } from './cli/commands/user-create.ts';
+import { userDisableTwoFactorCommand } from './cli/commands/user-disable-2fa.ts';
 import { workerCommand } from './cli/commands/worker.ts';
 import { packageVersion } from './cli/version.ts';
 import { ConfigError } from './config.ts';
@@ -19,7 +20,9 @@ const cli = new Command('aerie')
 serveCommand(cli);
 workerCommand(cli);
 migrateCommand(cli);
-userCreateCommand(cli.command('user').description('manage users'));
+const userCli = cli.command('user').description('manage users');
+userCreateCommand(userCli);
+userDisableTwoFactorCommand(userCli);
 keyCreateCommand(cli.command('key').description('manage API keys'));
 const server = cli.command('server').description('manage servers');
 serverCreateCommand(server);

@@ -3,7 +3,8 @@ import type { Executor, Transactor } from '../db/executor.ts';
 import { BadRequestError } from '../shared/errors.ts';
 import { randomAlphanumeric } from '../shared/random.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
-import type { AuthenticatedContext } from '../users/actor.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { hashPassword, verifyPassword } from '../users/password.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import type { UserRow } from '../users/user.table.ts';
@@ -114,19 +115,33 @@ export class TwoFactorService {
   async disable(context: AuthenticatedContext, body: { password: string }): Promise<void> {
     const { user } = context.actor;
     if (!(await this.deps.passwords.matches(context, user.id, body.password))) throw passwordNotValid();
-    await this.deps.transaction(async (trx) => {
-      await this.deps.users.lock(user.id, trx);
-      const row = await this.deps.users.findById(user.id, trx);
-      if (row === undefined) return;
-      await this.deps.users.disableTotp(user.id, toStoredTime(this.deps.clock()), trx);
-      await this.deps.recoveryTokens.deleteForUser(user.id, trx);
-      await this.deps.checkpoints.deleteForUser(user.id, trx);
-      if (row.totp_enabled_at === null) return;
+    await this.turnOff(context, user.id, context.actor);
+  }
+
+  /**
+   * Turns 2FA off for a user who has lost both their device and their recovery tokens, on the
+   * word of whoever runs Aerie (`aerie user disable-2fa`): no password is asked, and the
+   * activity log records it with no actor. False when 2FA was not on.
+   */
+  async disableByOperator(context: RequestContext, userId: string): Promise<boolean> {
+    return this.turnOff(context, userId, null);
+  }
+
+  private async turnOff(context: RequestContext, userId: string, actor: Actor | null): Promise<boolean> {
+    return this.deps.transaction(async (trx) => {
+      await this.deps.users.lock(userId, trx);
+      const row = await this.deps.users.findById(userId, trx);
+      if (row === undefined) return false;
+      await this.deps.users.disableTotp(userId, toStoredTime(this.deps.clock()), trx);
+      await this.deps.recoveryTokens.deleteForUser(userId, trx);
+      await this.deps.checkpoints.deleteForUser(userId, trx);
+      if (row.totp_enabled_at === null) return false;
       await this.deps.activity.record(
         context,
-        { event: 'user:two-factor.delete', actor: context.actor, subjects: [{ type: 'user', id: user.id }] },
+        { event: 'user:two-factor.delete', actor, subjects: [{ type: 'user', id: userId }] },
         trx,
       );
+      return true;
     });
   }
 
