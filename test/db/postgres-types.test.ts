@@ -204,12 +204,14 @@ interface ColumnRow {
   datetime_precision: number | null;
   is_nullable: string;
   column_default: string | null;
+  comment: string | null;
 }
 
 /** Each table's columns, indexes and constraints, as PostgreSQL describes them. */
 async function schema(db: Db) {
   const columns = await sql<ColumnRow>`select table_name, column_name, data_type, character_maximum_length,
-      datetime_precision, is_nullable, column_default
+      datetime_precision, is_nullable, column_default,
+      col_description(format('%I.%I', table_schema, table_name)::regclass, ordinal_position) as comment
     from information_schema.columns where table_schema = current_schema() order by 1, 2`.execute(db.kysely);
   const indexes = await sql`select tablename, indexname, indexdef from pg_indexes
     where schemaname = current_schema() order by 1, 2`.execute(db.kysely);
@@ -316,6 +318,20 @@ describe.runIf(POSTGRES.available)('the upgrade on PostgreSQL', () => {
     expect(left).toEqual([]);
     const times = after.columns.filter((c) => c.data_type === 'timestamp with time zone');
     expect(new Set(times.map((c) => c.datetime_precision))).toEqual(new Set([3]));
+  });
+
+  it('notes on each column it converted the type it had, and on no other', () => {
+    const former = { flag: 'integer', json: 'text', time: 'varchar(24)' };
+    const madeNative = new Set(natives(before.columns));
+    const expected = natives(after.columns)
+      .filter((name) => !madeNative.has(name))
+      .map((name) => {
+        const [column = '', kind = ''] = name.split(':');
+        return `${column}: ${former[kind as keyof typeof former]} until ${MIGRATION}`;
+      });
+    expect(expected).toContain(`users.root_admin: integer until ${MIGRATION}`);
+    const commented = after.columns.filter((c) => c.comment !== null);
+    expect(commented.map((c) => `${c.table_name}.${c.column_name}: ${c.comment}`)).toEqual(expected);
   });
 
   it('keeps indexes, constraints, NOT NULL and defaults (flags default to false)', () => {

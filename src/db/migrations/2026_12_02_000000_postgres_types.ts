@@ -18,6 +18,10 @@ import { nativeKind, portableKind, type SchemaColumn, type TypedColumnKind } fro
  * with the column named, rather than being guessed at. The empty time that a lease row starts
  * with (`''`, before every other) becomes `-infinity`, and `''` again on the way down.
  *
+ * Each converted column's comment names the type it had; the way down converts those columns
+ * back, and leaves any that an earlier migration created with PostgreSQL's own type (through
+ * `timeType`, `flagType` or `jsonType`) as they were made.
+ *
  * SQLite keeps its types. MariaDB/MySQL already has its flags as `BOOLEAN` and JSON as `LONGTEXT`
  * (2026_11_25_000000_exact_text); its times stay text: `DATETIME` has no time zone, `TIMESTAMP`
  * ends in 2038, and both refuse, in strict mode, the `…Z` strings the application writes.
@@ -29,13 +33,21 @@ export function postgresTypesMigration(kind: DatabaseKind) {
       for (const [table, columns] of await columnsByTable(db, portableKind)) {
         await refuseUnconvertible(db, table, columns);
         await alter(db, table, columns.flatMap(toNative));
+        for (const c of columns) await mark(db, c, CONVERTED[c.kind]);
       }
     },
 
+    // Only the columns this migration converted, found by their comment: a column an earlier
+    // migration made with PostgreSQL's own type (through column-types.ts) keeps it.
     async down(db: Kysely<unknown>): Promise<void> {
       if (kind !== 'postgres') return;
-      for (const [table, columns] of await columnsByTable(db, nativeKind)) {
+      const converted = (column: SchemaColumn & { comment: string | null }) => {
+        const kind = nativeKind(column);
+        return kind !== undefined && column.comment === CONVERTED[kind] ? kind : undefined;
+      };
+      for (const [table, columns] of await columnsByTable(db, converted)) {
         await alter(db, table, columns.flatMap(toPortable));
+        for (const c of columns) await mark(db, c, null);
       }
     },
   };
@@ -47,10 +59,22 @@ interface TypedColumn extends SchemaColumn {
   default: string | null;
 }
 
+/** The comment this migration leaves on each column it converts, naming the type it had. */
+const CONVERTED: Record<TypedColumnKind, string> = {
+  flag: 'integer until 2026_12_02_000000_postgres_types',
+  json: 'text until 2026_12_02_000000_postgres_types',
+  time: 'varchar(24) until 2026_12_02_000000_postgres_types',
+};
+
+async function mark(db: Kysely<unknown>, c: TypedColumn, comment: string | null): Promise<void> {
+  const target = sql`${sql.table(c.table)}.${sql.ref(c.column)}`;
+  await sql`comment on column ${target} is ${comment === null ? sql`null` : sql.lit(comment)}`.execute(db);
+}
+
 /** The base tables' columns that `classify` gives a kind, by table. */
 async function columnsByTable(
   db: Kysely<unknown>,
-  classify: (column: SchemaColumn) => TypedColumnKind | undefined,
+  classify: (column: SchemaColumn & { comment: string | null }) => TypedColumnKind | undefined,
 ): Promise<Map<string, TypedColumn[]>> {
   const { rows } = await sql<{
     table_name: string;
@@ -58,7 +82,9 @@ async function columnsByTable(
     data_type: string;
     character_maximum_length: number | null;
     column_default: string | null;
-  }>`select c.table_name, c.column_name, c.data_type, c.character_maximum_length, c.column_default
+    comment: string | null;
+  }>`select c.table_name, c.column_name, c.data_type, c.character_maximum_length, c.column_default,
+      col_description(format('%I.%I', c.table_schema, c.table_name)::regclass, c.ordinal_position) as comment
     from information_schema.columns c
     join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
     where c.table_schema = current_schema() and t.table_type = 'BASE TABLE'
@@ -71,7 +97,7 @@ async function columnsByTable(
       dataType: row.data_type,
       maxLength: row.character_maximum_length === null ? null : Number(row.character_maximum_length),
     };
-    const kind = classify(column);
+    const kind = classify({ ...column, comment: row.comment });
     if (kind === undefined) continue;
     const list = tables.get(column.table) ?? [];
     list.push({ ...column, kind, default: row.column_default });
