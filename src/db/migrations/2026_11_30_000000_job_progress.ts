@@ -1,6 +1,5 @@
 import type { ColumnDataType, Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
-import { timeType } from '../column-types.ts';
 
 /**
  * Progress of the backup or restore running on a backup, kept on the backup's row so that the
@@ -11,7 +10,9 @@ import { timeType } from '../column-types.ts';
  * `revision` goes up by one with every change to the row, so that event streams find what
  * changed by reading each watched server's (id, revision) pairs, and the rows themselves only
  * when their revision moved. `files` is the number of files a finished backup holds: a restore
- * of it knows how many it will write. Times are of each engine's time type (`column-types.ts`).
+ * of it knows how many it will write. Times are the portable `varchar(24)` of the migrations of
+ * its time; on PostgreSQL, 2026_12_02_000000_postgres_types makes them `timestamptz(3)` as it
+ * does every other time column.
  */
 export function jobProgressMigration(kind: DatabaseKind) {
   const bigint: ColumnDataType = kind === 'sqlite' ? 'integer' : 'bigint';
@@ -23,8 +24,8 @@ export function jobProgressMigration(kind: DatabaseKind) {
     ['progress_bytes_total', bigint],
     ['progress_files_done', bigint],
     ['progress_files_total', bigint],
-    ['progress_started_at', timeType(kind)],
-    ['progress_updated_at', timeType(kind)],
+    ['progress_started_at', 'varchar(24)'],
+    ['progress_updated_at', 'varchar(24)'],
   ];
   return {
     async up(db: Kysely<unknown>): Promise<void> {
