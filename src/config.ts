@@ -78,6 +78,11 @@ export interface S3Settings {
   readonly bucket: string;
   /** null: AWS's own endpoint for the region. */
   readonly endpoint: string | null;
+  /**
+   * Where browsers reach the store (AERIE_S3_PUBLIC_ENDPOINT): download links are signed for it,
+   * while Aerie itself talks to `endpoint`. null: links are signed for `endpoint`.
+   */
+  readonly publicEndpoint: string | null;
   readonly region: string;
   readonly forcePathStyle: boolean;
   readonly accessKeyId: string;
@@ -199,6 +204,7 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
     s3: {
       bucket,
       endpoint: s3Endpoint(value('AERIE_S3_ENDPOINT')),
+      publicEndpoint: s3PublicEndpoint(value('AERIE_S3_PUBLIC_ENDPOINT')),
       region,
       forcePathStyle: rawStyle === 'true',
       accessKeyId,
@@ -220,6 +226,33 @@ function s3Endpoint(raw: string): string | null {
       `AERIE_S3_ENDPOINT must be an http(s) URL without credentials or query, such as https://s3.example.com, got "${raw}"`,
     );
   return raw.replace(/\/+$/, '');
+}
+
+/**
+ * A presigned link is signed for its host and path: the public endpoint is an origin (scheme,
+ * host, port) that reaches the store as it is, with no path a proxy would have to strip.
+ */
+function s3PublicEndpoint(raw: string): string | null {
+  if (raw === '') return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // refused below
+  }
+  if (
+    url === null ||
+    !['http:', 'https:'].includes(url.protocol) ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
+    throw new ConfigError(
+      `AERIE_S3_PUBLIC_ENDPOINT must be an http(s) origin without credentials, path or query, such as https://s3.example.com, got "${raw}"`,
+    );
+  return url.origin;
 }
 
 /** Reads the configuration once. Nothing else in Aerie reads `process.env`. */

@@ -27,6 +27,17 @@ async function loadSdk() {
 }
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
+/**
+ * The SDK and two clients: `client` talks to the store at AERIE_S3_ENDPOINT; `signer` signs
+ * download links for AERIE_S3_PUBLIC_ENDPOINT, where browsers reach it (the same client when it
+ * is not set). Signing sends nothing: `signer` never opens a connection.
+ */
+interface Connected {
+  sdk: Sdk;
+  client: S3Client;
+  signer: S3Client;
+}
+
 export interface S3BackupStorageOptions {
   /** Local directory for scratch files (an archive imported from a file passes through it). */
   scratchDir: string;
@@ -45,7 +56,7 @@ export interface S3BackupStorageOptions {
  */
 export class S3BackupStorage implements BackupStorage {
   readonly disk = 's3';
-  private loaded: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
+  private loaded: Promise<Connected> | undefined;
   private readonly partSize: number;
   private readonly queueSize: number;
 
@@ -60,17 +71,23 @@ export class S3BackupStorage implements BackupStorage {
     this.connect().catch(() => undefined);
   }
 
-  /** The SDK and a client (which opens connections only when a request is sent). */
-  private connect(): Promise<{ sdk: Sdk; client: S3Client }> {
-    this.loaded ??= loadSdk().then((sdk) => ({ sdk, client: sdk.s3Client(this.s3) }));
+  /** The SDK and its clients (which open connections only when a request is sent). */
+  private connect(): Promise<Connected> {
+    this.loaded ??= loadSdk().then((sdk) => {
+      const client = sdk.s3Client(this.s3);
+      const { publicEndpoint } = this.s3;
+      const signer =
+        publicEndpoint === null ? client : sdk.s3Client({ ...this.s3, endpoint: publicEndpoint });
+      return { sdk, client, signer };
+    });
     return this.loaded;
   }
 
   /** Sends a command built from the SDK; a missing object is an ArchiveError 'not-found'. */
-  private async send<T>(command: (sdk: Sdk, client: S3Client) => Promise<T>): Promise<T> {
-    const { sdk, client } = await this.connect();
+  private async send<T>(command: (sdk: Sdk, client: S3Client, signer: S3Client) => Promise<T>): Promise<T> {
+    const { sdk, client, signer } = await this.connect();
     try {
-      return await command(sdk, client);
+      return await command(sdk, client, signer);
     } catch (error) {
       if (sdk.isMissing(error))
         throw new ArchiveError('not-found', 'the backup archive is missing from storage');
@@ -123,16 +140,19 @@ export class S3BackupStorage implements BackupStorage {
     });
   }
 
-  /** A presigned GET of the object, saved under `filename`. */
+  /**
+   * A presigned GET of the object, saved under `filename`, for the store's public endpoint when
+   * one is set (the signature covers the host: the link works only there).
+   */
   downloadUrl(serverId: string, backupId: string, seconds: number, filename: string): Promise<string> {
-    return this.send((sdk, client) => {
+    return this.send((sdk, _client, signer) => {
       const command = new sdk.GetObjectCommand({
         Bucket: this.s3.bucket,
         Key: this.keyOf(serverId, backupId),
         ResponseContentDisposition: `attachment; filename="${filename.replace(/[^A-Za-z0-9._-]/g, '-')}"`,
         ResponseContentType: 'application/gzip',
       });
-      return sdk.getSignedUrl(client, command, {
+      return sdk.getSignedUrl(signer, command, {
         expiresIn: seconds,
         ...(this.options.clock ? { signingDate: this.options.clock() } : {}),
       });
@@ -156,6 +176,9 @@ export class S3BackupStorage implements BackupStorage {
   async close(): Promise<void> {
     const loaded = this.loaded;
     this.loaded = undefined;
-    if (loaded) (await loaded).client.destroy();
+    if (loaded === undefined) return;
+    const { client, signer } = await loaded;
+    client.destroy();
+    if (signer !== client) signer.destroy();
   }
 }

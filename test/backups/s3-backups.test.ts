@@ -481,6 +481,7 @@ describe('S3 configuration', () => {
       loadConfig({
         ...base,
         AERIE_S3_ENDPOINT: 'https://s3.example.com/',
+        AERIE_S3_PUBLIC_ENDPOINT: 'https://files.example.com:8443/',
         AERIE_S3_REGION: 'eu-west-3',
         AERIE_S3_FORCE_PATH_STYLE: 'true',
         AERIE_S3_PART_SIZE_MB: '8',
@@ -491,6 +492,7 @@ describe('S3 configuration', () => {
       s3: {
         bucket: 'backups',
         endpoint: 'https://s3.example.com',
+        publicEndpoint: 'https://files.example.com:8443',
         region: 'eu-west-3',
         forcePathStyle: true,
         accessKeyId: 'id',
@@ -499,7 +501,7 @@ describe('S3 configuration', () => {
     });
     expect(loadConfig(base).backupStorage).toMatchObject({
       partSizeBytes: 16 * MIB,
-      s3: { endpoint: null, region: 'us-east-1', forcePathStyle: false },
+      s3: { endpoint: null, publicEndpoint: null, region: 'us-east-1', forcePathStyle: false },
     });
   });
 
@@ -512,6 +514,22 @@ describe('S3 configuration', () => {
     [
       { ...base, AERIE_S3_ENDPOINT: 'https://u:p@s3.example.com' },
       'AERIE_S3_ENDPOINT must be an http(s) URL',
+    ],
+    [
+      { ...base, AERIE_S3_PUBLIC_ENDPOINT: 'minio:9000' },
+      'AERIE_S3_PUBLIC_ENDPOINT must be an http(s) origin',
+    ],
+    [
+      { ...base, AERIE_S3_PUBLIC_ENDPOINT: 'https://example.com/s3' },
+      'AERIE_S3_PUBLIC_ENDPOINT must be an http(s) origin',
+    ],
+    [
+      { ...base, AERIE_S3_PUBLIC_ENDPOINT: 'https://u:p@s3.example.com' },
+      'AERIE_S3_PUBLIC_ENDPOINT must be an http(s) origin',
+    ],
+    [
+      { ...base, AERIE_S3_PUBLIC_ENDPOINT: 'https://s3.example.com/?a=b' },
+      'AERIE_S3_PUBLIC_ENDPOINT must be an http(s) origin',
     ],
     [{ ...base, AERIE_S3_FORCE_PATH_STYLE: 'yes' }, 'AERIE_S3_FORCE_PATH_STYLE must be true or false'],
     [{ ...base, AERIE_S3_REGION: 'eu west' }, 'AERIE_S3_REGION must be a region name'],
