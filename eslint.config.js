@@ -43,6 +43,23 @@ export default tseslint.config(
       ],
     },
   },
+  // The web panel is a client of the HTTP API like any other: it never imports the server's code.
+  {
+    files: ['web/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../../src/**', '../../../src/**', '../../../../src/**', 'node:*'],
+              message: 'The panel uses only the public client API, over HTTP.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     files: ['bin/**/*.js', 'examples/**/*.mjs', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,

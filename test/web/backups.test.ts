@@ -146,6 +146,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       await listRow.getByText('Restoring backup').waitFor();
       expect(await page.getByRole('button', { name: 'Create backup' }).isDisabled()).toBe(true);
       expect(await card(page, 'second').getByRole('button', { name: 'Restore' }).isDisabled()).toBe(true);
+      expect(await card(page, 'second').getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
       await screenshot(page, 'server-restoring');
     } finally {
       server.resumeJobs();

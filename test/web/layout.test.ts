@@ -90,6 +90,45 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
     await server?.close();
   });
 
+  it('shows every page without a script error or a blocked resource (and pictures them)', async () => {
+    const { context, page, problems } = await openPage(browser, server.url);
+    await logIn(page, 'ada', PASSWORD, '/servers');
+    await page.locator('tr[data-server]').first().waitFor();
+    await screenshot(page, 'servers');
+    const pages: [string, string, string | null][] = [
+      ['/activity', 'li.entry', 'activity'],
+      ['/account/api-keys', 'tr[data-key]', 'api-keys'],
+      ['/account', 'dd[data-field="email"]', 'account'],
+      [`/servers/${world.identifier}`, 'h2#backups-heading', null],
+      [`/servers/${world.identifier}/activity`, '.page-status', 'server-activity'],
+      [`/servers/${world.identifier}/users`, 'tr[data-subuser]', 'subusers'],
+    ];
+    for (const [url, ready, name] of pages) {
+      await page.goto(url);
+      await page.locator(ready).first().waitFor();
+      if (name !== null) await screenshot(page, name);
+    }
+    // The Content-Security-Policy holds in the browser: no inline script runs, no inline style applies.
+    await page.evaluate(
+      "const s = document.createElement('script'); s.textContent = 'window.inlineRan = true'; document.body.append(s); document.querySelector('h1').setAttribute('style', 'color: rgb(255, 0, 0)');",
+    );
+    expect(await page.evaluate('window.inlineRan === true')).toBe(false);
+    expect(await page.evaluate("getComputedStyle(document.querySelector('h1')).color")).not.toBe(
+      'rgb(255, 0, 0)',
+    );
+    await expect
+      .poll(() => problems.filter((problem) => /Content Security Policy/.test(problem)).length)
+      .toBe(2);
+    problems.length = 0;
+
+    // An address that is nobody's page, and a server that is not there.
+    await page.goto('/nowhere');
+    await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+    await page.goto('/servers/00000000');
+    await page.getByRole('heading', { name: 'Server not found' }).waitFor();
+    checkPage(problems);
+    await context.close();
+  });
   it('fits a phone: no sideways scrolling, the navigation behind a menu, tables as cards', async () => {
     const { context, page, problems } = await openPage(browser, server.url, PHONE);
     await page.goto('/login');
@@ -161,45 +200,5 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
     expect(await background(light.page)).toBe(DARK);
     checkPage(light.problems);
     await light.context.close();
-  });
-
-  it('shows every page without a script error or a blocked resource (and pictures them)', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
-    await logIn(page, 'ada', PASSWORD, '/servers');
-    await page.locator('tr[data-server]').first().waitFor();
-    await screenshot(page, 'servers');
-    const pages: [string, string, string | null][] = [
-      ['/activity', 'li.entry', 'activity'],
-      ['/account/api-keys', 'tr[data-key]', 'api-keys'],
-      ['/account', 'dd[data-field="email"]', 'account'],
-      [`/servers/${world.identifier}`, 'h2#backups-heading', null],
-      [`/servers/${world.identifier}/activity`, '.page-status', 'server-activity'],
-      [`/servers/${world.identifier}/users`, 'tr[data-subuser]', 'subusers'],
-    ];
-    for (const [url, ready, name] of pages) {
-      await page.goto(url);
-      await page.locator(ready).first().waitFor();
-      if (name !== null) await screenshot(page, name);
-    }
-    // The Content-Security-Policy holds in the browser: no inline script runs, no inline style applies.
-    await page.evaluate(
-      "const s = document.createElement('script'); s.textContent = 'window.inlineRan = true'; document.body.append(s); document.querySelector('h1').setAttribute('style', 'color: rgb(255, 0, 0)');",
-    );
-    expect(await page.evaluate('window.inlineRan === true')).toBe(false);
-    expect(await page.evaluate("getComputedStyle(document.querySelector('h1')).color")).not.toBe(
-      'rgb(255, 0, 0)',
-    );
-    await expect
-      .poll(() => problems.filter((problem) => /Content Security Policy/.test(problem)).length)
-      .toBe(2);
-    problems.length = 0;
-
-    // An address that is nobody's page, and a server that is not there.
-    await page.goto('/nowhere');
-    await page.getByRole('heading', { name: 'Page not found' }).waitFor();
-    await page.goto('/servers/00000000');
-    await page.getByRole('heading', { name: 'Server not found' }).waitFor();
-    checkPage(problems);
-    await context.close();
   });
 });

@@ -288,8 +288,8 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
                       type="button"
                       className="danger"
                       onClick={() => setDeleting(backup)}
-                      disabled={backup.is_locked}
-                      title={backup.is_locked ? 'Unlock it first' : undefined}
+                      disabled={backup.is_locked || busy}
+                      title={backup.is_locked ? 'Unlock it first' : busy ? 'The server is busy' : undefined}
                     >
                       Delete
                     </button>
