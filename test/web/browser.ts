@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -47,7 +48,7 @@ function webSources(dir: string): string[] {
 }
 
 /**
- * The panel built from web/ as it is now, into .tmp/panel-<hash of its sources>: built once for
+ * The panel built from web/ as it is now, into <tmpdir>/aerie-panel-<hash of its sources>: built once for
  * every test file that needs that version (into a directory of its own, then renamed into place,
  * so test files running at once never see half a build), never the dist/web a build may replace.
  */
@@ -55,7 +56,7 @@ export async function builtPanel(): Promise<string> {
   const hash = createHash('sha256');
   for (const file of webSources(WEB))
     hash.update(path.relative(WEB, file)).update('\0').update(fs.readFileSync(file));
-  const target = path.join(ROOT, '.tmp', `panel-${hash.digest('hex').slice(0, 16)}`);
+  const target = path.join(os.tmpdir(), `aerie-panel-${hash.digest('hex').slice(0, 16)}`);
   if (fs.existsSync(path.join(target, 'index.html'))) return target;
   const scratch = `${target}.${process.pid}.building`;
   const vite = path.join(ROOT, 'node_modules/vite/bin/vite.js');
@@ -74,6 +75,14 @@ export async function builtPanel(): Promise<string> {
   } catch {
     // Another test file built the same sources first: use its build.
     fs.rmSync(scratch, { recursive: true, force: true });
+  }
+  // Builds of older sources, left a day ago or more, are not needed again.
+  for (const entry of fs.readdirSync(os.tmpdir())) {
+    const old = path.join(os.tmpdir(), entry);
+    if (!entry.startsWith('aerie-panel-') || old === target) continue;
+    const stat = fs.statSync(old, { throwIfNoEntry: false });
+    if (stat !== undefined && Date.now() - stat.mtimeMs > 24 * 3600_000)
+      fs.rmSync(old, { recursive: true, force: true });
   }
   return target;
 }

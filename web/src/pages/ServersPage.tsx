@@ -24,7 +24,7 @@ export function ServersPage() {
       )}
       {servers.data === undefined ? null : servers.data.data.length === 0 ? (
         <p className="empty">
-          You have no servers yet. An administrator can make one with `aerie server create`.
+          You have no servers yet. An administrator can make one with <code>aerie server create</code>.
         </p>
       ) : (
         <>
