@@ -153,6 +153,8 @@ export function serverEventRoutes(
         },
       };
       streams.add(stream);
+      // The client hanging up (even while the stream is being opened) ends it.
+      reply.raw.once('close', () => stream.end());
       try {
         watch = await serverEvents.watch(stream.serverId, (event) => send(stream, event));
       } catch (error) {
@@ -160,10 +162,9 @@ export function serverEventRoutes(
         throw error;
       }
       if (!streams.has(stream)) {
-        watch.stop(); // ended while it was being opened: the process is shutting down
+        watch.stop(); // ended while it was being opened: the client left, or the process is stopping
         throw new ServiceUnavailableError('Aerie is shutting down; try again in a moment.');
       }
-      reply.raw.once('close', () => stream.end());
       const { status, running } = watch.snapshot;
       write(stream, 'snapshot', {
         status,
