@@ -5,7 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootstrapAdministrator, CREDENTIALS_FILE } from '../../src/cli/bootstrap.ts';
+import { loadConfig } from '../../src/config.ts';
+import { connect } from '../../src/db/connection.ts';
 import { aerieArgv, ROOT } from '../support/aerie-process.ts';
+import { ALL_DIALECT_CASES, scratchDatabase } from '../support/dialects.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -30,6 +33,20 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** How many accounts the database at `url` holds. */
+async function countUsers(url: string): Promise<number> {
+  const db = connect(loadConfig({ DATABASE_URL: url }).database);
+  try {
+    const row = await db.kysely
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  } finally {
+    await db.destroy();
   }
 }
 
@@ -103,6 +120,98 @@ describe('the first administrator', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   }, 60_000);
+
+  describe.each(ALL_DIALECT_CASES)(
+    'three processes starting at once on an empty $kind database',
+    (dialect) => {
+      it.runIf(dialect.available)(
+        'make exactly one administrator, and one file of credentials that work',
+        async () => {
+          const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-first-admin-race-'));
+          cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+          let url = `sqlite:${path.join(dataDir, 'aerie.db')}`;
+          if (dialect.kind !== 'sqlite') {
+            const scratch = await scratchDatabase({ kind: dialect.kind, url: dialect.url });
+            cleanups.push(() => scratch.drop());
+            url = scratch.url;
+          }
+          // Three API processes, as a deployment starts them: one database, one data directory.
+          const ports = [await freePort(), await freePort(), await freePort()];
+          const processes = ports.map((port) => {
+            const child = spawn(process.execPath, aerieArgv(['serve', '--role', 'api']), {
+              cwd: ROOT,
+              env: {
+                ...process.env,
+                AERIE_DATA_DIR: dataDir,
+                DATABASE_URL: url,
+                AERIE_APP_KEY: 'k'.repeat(48),
+                HOST: '127.0.0.1',
+                PORT: String(port),
+                LOG_LEVEL: 'info',
+              },
+              stdio: ['ignore', 'pipe', 'pipe'],
+            });
+            let output = '';
+            child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+            child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+            const exited = new Promise<number | null>((resolve) =>
+              child.once('exit', (code) => resolve(code)),
+            );
+            cleanups.push(async () => {
+              if (child.exitCode === null && child.signalCode === null) {
+                child.kill('SIGKILL');
+                await exited;
+              }
+            });
+            return { child, port, exited, output: () => output };
+          });
+          const outputs = () => processes.map((p, i) => `--- process ${i}:\n${p.output()}`).join('\n');
+
+          // Every one of them starts and serves.
+          for (const { port, child } of processes) {
+            const state = await until(`the API on port ${port}`, async () => {
+              if (child.exitCode !== null) return 'exited';
+              return (await fetch(`http://127.0.0.1:${port}/health/live`)).ok ? 'serving' : undefined;
+            });
+            expect(state, outputs()).toBe('serving');
+          }
+          const file = path.join(dataDir, CREDENTIALS_FILE);
+          const announced = processes.filter((p) =>
+            p.output().includes('Aerie created its first administrator'),
+          );
+          expect(announced.length, outputs()).toBe(1);
+          // One file, the only one left in the data directory (no stray scratch copies).
+          expect(fs.readdirSync(dataDir).filter((name) => name.includes(CREDENTIALS_FILE))).toEqual([
+            CREDENTIALS_FILE,
+          ]);
+          expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+          const { password, token } = credentialsIn(fs.readFileSync(file, 'utf8'));
+
+          // One account, one key, and they work on every process.
+          for (const { port } of processes) {
+            const base = `http://127.0.0.1:${port}`;
+            const login = await fetch(`${base}/auth/login`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ user: 'admin', password }),
+            });
+            expect(login.status).toBe(200);
+            const keys = await fetch(`${base}/api/client/account/api-keys`, {
+              headers: { authorization: `Bearer ${token}` },
+            });
+            expect(keys.status).toBe(200);
+            expect(((await keys.json()) as { data: unknown[] }).data).toHaveLength(1);
+          }
+          for (const { child, exited } of processes) {
+            child.kill('SIGTERM');
+            expect(await exited).toBe(0);
+          }
+          expect(await countUsers(url)).toBe(1);
+        },
+        90_000,
+      );
+    },
+  );
 
   describe('in process', () => {
     let app: TestApp;
