@@ -60,14 +60,11 @@ export async function builtPanel(): Promise<string> {
   if (fs.existsSync(path.join(target, 'index.html'))) return target;
   const scratch = `${target}.${process.pid}.building`;
   const vite = path.join(ROOT, 'node_modules/vite/bin/vite.js');
-  // A production build, as `npm run build` makes: vitest's NODE_ENV=test would give React's
-  // development build.
   await run(
     process.execPath,
     [vite, 'build', WEB, '--outDir', scratch, '--emptyOutDir', '--logLevel', 'warn'],
     {
       cwd: ROOT,
-      env: { ...process.env, NODE_ENV: 'production' },
     },
   );
   try {

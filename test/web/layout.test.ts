@@ -108,6 +108,12 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
       await page.locator(ready).first().waitFor();
       if (name !== null) await screenshot(page, name);
     }
+    // React's production build, whatever NODE_ENV the build ran under (vitest's is `test`).
+    const script = await page.locator('script[type="module"]').getAttribute('src');
+    const bundle = await (await context.request.get(script!)).text();
+    expect(bundle.length).toBeGreaterThan(100_000);
+    expect(bundle).not.toContain('jsxDEV');
+
     // The Content-Security-Policy holds in the browser: no inline script runs, no inline style applies.
     await page.evaluate(
       "const s = document.createElement('script'); s.textContent = 'window.inlineRan = true'; document.body.append(s); document.querySelector('h1').setAttribute('style', 'color: rgb(255, 0, 0)');",
