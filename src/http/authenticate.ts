@@ -17,17 +17,28 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** A browser sending a session cookie from another site's page is refused (CSRF). */
-function assertSameOrigin(request: FastifyRequest): void {
+/**
+ * A browser's state-changing request made from another site's page is refused (CSRF): its
+ * `Origin` names another host, or, when it sends no `Origin`, its `Sec-Fetch-Site` says
+ * `cross-site` or `same-site` (a sibling subdomain). Clients that send neither (curl, scripts)
+ * are not browsers and pass.
+ */
+export function assertSameOrigin(request: FastifyRequest): void {
+  if (SAFE_METHODS.has(request.method)) return;
+  const refuse = () => new ForbiddenError('This request comes from another site.');
   const origin = request.headers.origin;
-  if (SAFE_METHODS.has(request.method) || origin === undefined) return;
+  if (origin === undefined) {
+    const site = request.headers['sec-fetch-site'];
+    if (site === 'cross-site' || site === 'same-site') throw refuse();
+    return;
+  }
   let host: string;
   try {
     host = new URL(origin).host;
   } catch {
-    throw new ForbiddenError('This request comes from another site.');
+    throw refuse();
   }
-  if (host !== request.host) throw new ForbiddenError('This request comes from another site.');
+  if (host !== request.host) throw refuse();
 }
 
 /**

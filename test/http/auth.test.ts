@@ -335,6 +335,59 @@ describe('session login', () => {
     expect((await post({ ...bearer(token), origin: 'https://evil.example' })).statusCode).toBe(200);
     expect(await keyCount()).toBe(4);
   });
+
+  it('refuses, without an Origin, a cookie POST that the browser says comes from another site', async () => {
+    const user = await createUser(app);
+    const cookie = sessionCookieOf(await login(app, user.username, user.password));
+    const post = (site: string) =>
+      app.http.inject({
+        method: 'POST',
+        url: '/api/client/account/api-keys',
+        headers: { cookie, 'sec-fetch-site': site },
+        payload: { description: site },
+      });
+    for (const site of ['cross-site', 'same-site']) {
+      expectError(
+        await post(site),
+        403,
+        'AccessDeniedHttpException',
+        'This request comes from another site.',
+      );
+    }
+    expect((await post('same-origin')).statusCode).toBe(200);
+    expect((await post('none')).statusCode).toBe(200);
+  });
+
+  it('refuses a login or a login checkpoint posted from another site, and sets no cookie', async () => {
+    const user = await createUser(app);
+    const cases: [string, Record<string, string>][] = [
+      ['/auth/login', { origin: 'https://evil.example', host: 'aerie.test' }],
+      ['/auth/login', { 'sec-fetch-site': 'cross-site' }],
+      ['/auth/login/checkpoint', { origin: 'https://evil.example', host: 'aerie.test' }],
+    ];
+    for (const [url, headers] of cases) {
+      const res = await app.http.inject({
+        method: 'POST',
+        url,
+        headers,
+        payload: {
+          user: user.username,
+          password: user.password,
+          confirmation_token: 'x',
+          authentication_code: '1',
+        },
+      });
+      expectError(res, 403, 'AccessDeniedHttpException', 'This request comes from another site.');
+      expect(res.headers['set-cookie']).toBeUndefined();
+    }
+    const same = await app.http.inject({
+      method: 'POST',
+      url: '/auth/login',
+      headers: { origin: 'http://aerie.test', host: 'aerie.test' },
+      payload: { user: user.username, password: user.password },
+    });
+    expect(same.statusCode, same.body).toBe(200);
+  });
 });
 
 describe('expired sessions', () => {

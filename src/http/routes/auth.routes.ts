@@ -8,7 +8,7 @@ import {
 } from '../../auth/auth.schema.ts';
 import type { LoginResult } from '../../auth/session.service.ts';
 import type { Services } from '../../services.ts';
-import { SESSION_COOKIE, requireAuthentication } from '../authenticate.ts';
+import { SESSION_COOKIE, assertSameOrigin, requireAuthentication } from '../authenticate.ts';
 import { authenticatedContextOf, contextOf } from '../request-context.ts';
 
 function sessionCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
@@ -39,9 +39,11 @@ function answerLogin<R extends LoginResult>(
 export function authRoutes(app: FastifyInstance, services: Pick<Services, 'sessions' | 'apiKeys'>): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
 
+  // A login from another site's page would sign the browser into someone else's account.
   typed.post(
     '/auth/login',
     {
+      onRequest: (request) => Promise.resolve(request).then(assertSameOrigin),
       schema: {
         tags: ['auth'],
         summary:
@@ -58,6 +60,7 @@ export function authRoutes(app: FastifyInstance, services: Pick<Services, 'sessi
   typed.post(
     '/auth/login/checkpoint',
     {
+      onRequest: (request) => Promise.resolve(request).then(assertSameOrigin),
       schema: {
         tags: ['auth'],
         summary:
