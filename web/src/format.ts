@@ -25,7 +25,8 @@ const STEPS: [Intl.RelativeTimeFormatUnit, number][] = [
 /** "3 minutes ago", "yesterday", "in 2 hours". */
 export function formatRelative(iso: string, now: number): string {
   let amount = (new Date(iso).getTime() - now) / 1000;
-  if (Math.abs(amount) < 10) return 'just now';
+  // `now` is renewed every 15 s, so a moment ago can look up to a few seconds ahead of it.
+  if (Math.abs(amount) < 10 || (amount > 0 && amount < 30)) return 'just now';
   for (const [unit, size] of STEPS) {
     if (Math.abs(amount) < size) return relative.format(Math.round(amount), unit);
     amount /= size;

@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { errorMessage, fieldError } from '../api/client.ts';
 import { useActivity } from '../api/hooks.ts';
 import type { ActivityLog } from '../api/types.ts';
@@ -110,10 +110,13 @@ export function ActivityFeed({ scope, label }: { scope: string; label: string })
   const feed = useActivity(scope, params);
   const [event, setEvent] = useState(params.event);
   const [ip, setIp] = useState(params.ip);
-  useEffect(() => {
+  // The fields follow the URL when it changes (a clicked filter, back, forward).
+  const [shown, setShown] = useState({ event: params.event, ip: params.ip });
+  if (shown.event !== params.event || shown.ip !== params.ip) {
+    setShown({ event: params.event, ip: params.ip });
     setEvent(params.event);
     setIp(params.ip);
-  }, [params.event, params.ip]);
+  }
 
   const filterTo = (changes: Record<string, string | number | null>) =>
     navigate(withParams(location, { page: null, ...changes }));

@@ -22,7 +22,9 @@ export function Dialog({ title, onClose, children, description, className }: Dia
   const titleId = useId();
   const descriptionId = useId();
   const close = useRef(onClose);
-  close.current = onClose;
+  useEffect(() => {
+    close.current = onClose;
+  });
 
   useEffect(() => {
     const dialog = ref.current;

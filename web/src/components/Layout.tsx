@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState, useSyncExternalStore, type ReactNode } from 'react';
+import { useState, useSyncExternalStore, type ReactNode } from 'react';
 import { api } from '../api/client.ts';
 import type { Account } from '../api/types.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
@@ -31,8 +31,9 @@ function ThemeToggle() {
 export function Layout({ account, children }: { account: Account; children: ReactNode }) {
   const location = useLocation();
   const client = useQueryClient();
-  const [menuOpen, setMenuOpen] = useState(false);
-  useEffect(() => setMenuOpen(false), [location.pathname]);
+  // The phone menu is open on the page it was opened on; going to another page closes it.
+  const [menuOpenAt, setMenuOpenAt] = useState<string | null>(null);
+  const menuOpen = menuOpenAt === location.pathname;
 
   const current = (to: string) =>
     to === '/account'
@@ -63,7 +64,7 @@ export function Layout({ account, children }: { account: Account; children: Reac
           className="menu-button"
           aria-expanded={menuOpen}
           aria-controls="main-nav"
-          onClick={() => setMenuOpen((open) => !open)}
+          onClick={() => setMenuOpenAt(menuOpen ? null : location.pathname)}
         >
           Menu
         </button>

@@ -1,24 +1,23 @@
-import { useEffect, useState } from 'react';
+import { useSyncExternalStore } from 'react';
 import { formatAbsolute, formatRelative } from '../format.ts';
 
-let ticks = 0;
-const tickers = new Set<() => void>();
+let now = Date.now();
+const listeners = new Set<() => void>();
 setInterval(() => {
-  ticks += 1;
-  for (const tick of tickers) tick();
+  now = Date.now();
+  for (const listener of listeners) listener();
 }, 15_000);
+
+function subscribe(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
+}
 
 /** The current time, renewed every 15 seconds, for relative times. */
 export function useNow(): number {
-  const [, setTick] = useState(ticks);
-  useEffect(() => {
-    const tick = () => setTick(ticks);
-    tickers.add(tick);
-    return () => {
-      tickers.delete(tick);
-    };
-  }, []);
-  return Date.now();
+  return useSyncExternalStore(subscribe, () => now);
 }
 
 /** "5 minutes ago", with the exact time as its tooltip (and machine-readable). */
