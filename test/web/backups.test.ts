@@ -147,17 +147,37 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       expect(await page.getByRole('button', { name: 'Create backup' }).isDisabled()).toBe(true);
       expect(await card(page, 'second').getByRole('button', { name: 'Restore' }).isDisabled()).toBe(true);
       expect(await card(page, 'second').getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
-      await screenshot(page, 'server-restoring');
     } finally {
       server.resumeJobs();
     }
+    // Running: a restore knows its archive's size, so the bar has an exact percent and a time left.
     const banner = page.getByTestId('restoring-banner');
-    server.resumeJobs();
-    await banner
-      .locator('.progress[data-operation="restore"]')
-      .waitFor({ timeout: 20_000 })
-      .catch(() => undefined);
-    await banner.waitFor({ state: 'detached', timeout: 60_000 });
+    const percents = new Set<string>();
+    let pictured = false;
+    await until(
+      async () => {
+        const bar = banner.locator('.progress[data-operation="restore"]');
+        const percent = await bar
+          .locator('.progress-percent')
+          .textContent({ timeout: 200 })
+          .catch(() => null);
+        if (percent) percents.add(percent);
+        const left = await bar
+          .locator('.progress-eta')
+          .textContent({ timeout: 200 })
+          .catch(() => null);
+        if (percent && left && !pictured && Number(percent.replace(/\D/g, '')) >= 10) {
+          pictured = true;
+          await screenshot(page, 'server-restoring');
+        }
+        return (await banner.count()) === 0;
+      },
+      { timeoutMs: 60_000, intervalMs: 20, what: 'the restore to finish' },
+    );
+    expect(
+      [...percents].some((text) => /^\d{1,2}%$/.test(text)),
+      [...percents].join(' '),
+    ).toBe(true);
     await page.locator('.page-aside').getByText('Ready').waitFor();
     await page.getByText('The restore has finished.').waitFor();
     await listRow.getByText('Ready').waitFor({ timeout: 10_000 });
