@@ -1,7 +1,7 @@
 import type { DatabaseKind } from '../config.ts';
 import { afterCommit, type Executor, type Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { JobKind, JobPayloads } from './job-kinds.ts';
 import type { JobWakeups } from './job-wakeups.ts';
@@ -65,39 +65,61 @@ export class JobRepository {
   }
 
   /**
-   * Claims the oldest job that is due, or whose worker's lease has run out, for `owner`: of
-   * `node`'s servers or of no server, or any job when `node` is not given. PostgreSQL and MariaDB
-   * skip rows other workers hold locked; on every engine the UPDATE re-checks that the job is
-   * still claimable, so two workers can never both win it.
+   * Claims the job that has been due longest (queued and past its `run_at`, or running on a lease
+   * that ran out at `lease_expires_at`; ties go to the older job) for `owner`: of `node`'s servers
+   * or of no server, or any job when `node` is not given. PostgreSQL and MariaDB skip rows other
+   * workers hold locked; on every engine the UPDATE re-checks that the job is still claimable, so
+   * two workers can never both win it.
    */
   async claim(owner: string, now: string, leaseUntil: string, node?: string): Promise<JobRow | undefined> {
     if (this.kind === 'sqlite') return this.claimOnSqlite(owner, now, leaseUntil, node);
     for (let tries = 0; tries < 5; tries++) {
-      const claimed = await this.transaction(async (trx) => {
-        const candidate = await trx
-          .selectFrom('jobs')
-          .select('id')
-          .where((eb) => claimable(eb, now))
-          .$if(node !== undefined, (q) => q.where((eb) => ofNode(eb, node!)))
-          .orderBy('id')
-          .limit(1)
-          .forUpdate()
-          .skipLocked()
-          .executeTakeFirst();
+      const claimed = await this.claimTransaction(async (trx) => {
+        const candidate = await dueFirst(trx, now, node, this.locking()).executeTakeFirst();
         if (candidate === undefined) return null;
+        const id = Number(candidate.id);
         const result = await trx
           .updateTable('jobs')
           .set((eb) => claimedBy(eb, owner, now, leaseUntil))
-          .where('id', '=', candidate.id)
+          .where('id', '=', id)
           .where((eb) => claimable(eb, now))
           .executeTakeFirst();
         if (Number(result.numUpdatedRows) !== 1) return undefined;
-        return this.findById(candidate.id, trx);
+        return this.findById(id, trx);
       });
       if (claimed === null) return undefined;
       if (claimed !== undefined) return { ...claimed, id: Number(claimed.id) };
     }
     return undefined;
+  }
+
+  /**
+   * The claim's transaction. On MariaDB it reads committed data, as PostgreSQL's transactions
+   * do: under MariaDB's default (repeatable read) the index ranges a claim reads would also be
+   * locked against inserts (gap locks), and two workers each claiming a job, whose UPDATEs move
+   * entries into ranges the other had read, would deadlock.
+   */
+  private claimTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    if (this.kind === 'mysql' && !this.db.isTransaction)
+      return this.db.transaction().setIsolationLevel('read committed').execute(work);
+    return this.transaction(work);
+  }
+
+  /** How the claim's SELECT locks what it finds (see `dueFirst`). */
+  private locking(): Locking {
+    return this.kind === 'sqlite'
+      ? 'none'
+      : this.kind === 'postgres'
+        ? 'wait-for-lost-leases'
+        : 'skip-locked';
+  }
+
+  /**
+   * The query that picks the job a claim takes (see `dueFirst`), for EXPLAIN: what it reads
+   * depends on the plan the database chooses for it.
+   */
+  candidateQuery(now: string, node?: string, db: Executor = this.db) {
+    return dueFirst(db, now, node, this.locking());
   }
 
   /**
@@ -115,27 +137,7 @@ export class JobRepository {
     const row = await this.db
       .updateTable('jobs')
       .set((eb) => claimedBy(eb, owner, now, leaseUntil))
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('jobs as candidate')
-          .select('candidate.id')
-          .where((inner) =>
-            inner.or([
-              inner.and([inner('candidate.state', '=', 'queued'), inner('candidate.run_at', '<=', now)]),
-              inner.and([
-                inner('candidate.state', '=', 'running'),
-                inner('candidate.lease_expires_at', '<', now),
-              ]),
-            ]),
-          )
-          .$if(node !== undefined, (q) =>
-            q.where((inner) =>
-              inner.or([inner('candidate.node', '=', node!), inner('candidate.node', 'is', null)]),
-            ),
-          )
-          .orderBy('candidate.id')
-          .limit(1),
-      )
+      .where('id', '=', dueFirst(this.db, now, node, this.locking()))
       .where((eb) => claimable(eb, now))
       .returningAll()
       .executeTakeFirst();
@@ -198,9 +200,68 @@ function claimable(eb: ExpressionBuilder<Database, 'jobs'>, now: string) {
   ]);
 }
 
+/** How a claim's SELECT locks the rows it finds: SQLite has no row locks. */
+type Locking = 'none' | 'skip-locked' | 'wait-for-lost-leases';
+
 /** A job of `node`'s servers, or of no server. */
 function ofNode(eb: ExpressionBuilder<Database, 'jobs'>, node: string) {
   return eb.or([eb('node', '=', node), eb('node', 'is', null)]);
+}
+
+/**
+ * The id of the job due longest: the first of a few branches, each of which reads one index in
+ * its own order and stops at its first row. `node`'s queued jobs come from (node, state, run_at)
+ * and those of no server from the same index under null; without a node, queued jobs come from
+ * (state, run_at). Jobs whose lease ran out come from (state, lease_expires_at), which holds only
+ * the running jobs. One filter over all of these (an OR, ordered by id) would leave the database
+ * to guess how many of the queued jobs are this node's, and on PostgreSQL, with many queued for
+ * other nodes, the guess had it read the primary key through every one of them.
+ *
+ * Locking (PostgreSQL and MariaDB): each branch locks the row it returns, at most one, until the
+ * claim's transaction ends, and the queued branches skip rows other workers hold locked (FOR
+ * UPDATE SKIP LOCKED): those are being claimed. On PostgreSQL the lease branch waits for a locked
+ * row instead (FOR UPDATE): a running job's row is locked only for a moment, by its worker's
+ * heartbeat or another claim, and once that commits the row is checked again, so a lease that ran
+ * out is not passed over because a heartbeat was being written just then. On MariaDB it skips
+ * too: there a locking range read also locks the entry just past its range (a running job that
+ * another claim is taking), and racing claims that waited there deadlocked.
+ */
+function dueFirst(db: Executor, now: string, node: string | undefined, locking: Locking) {
+  const lock = locking !== 'none';
+  const queued = (of: string | null | undefined) =>
+    db
+      .selectFrom('jobs')
+      .select(['id', 'run_at as due'])
+      .$if(of !== undefined, (q) => q.where('node', of === null ? 'is' : '=', of ?? null))
+      .where('state', '=', 'queued')
+      .where('run_at', '<=', now)
+      .orderBy('run_at')
+      .orderBy('id')
+      .limit(1)
+      .$if(lock, (q) => q.forUpdate().skipLocked());
+  const leaseLost = db
+    .selectFrom('jobs')
+    .select((eb) => ['id', eb.ref('lease_expires_at').$castTo<string>().as('due')])
+    .where('state', '=', 'running')
+    .where('lease_expires_at', '<', now)
+    .$if(node !== undefined, (q) => q.where((eb) => ofNode(eb, node!)))
+    .orderBy('lease_expires_at')
+    .orderBy('id')
+    .limit(1)
+    .$if(lock, (q) => q.forUpdate())
+    .$if(locking === 'skip-locked', (q) => q.skipLocked());
+  const branches =
+    node === undefined ? [queued(undefined), leaseLost] : [queued(node), queued(null), leaseLost];
+  // Each branch in a subquery of its own: a member of a UNION may have neither ORDER BY nor LIMIT
+  // on SQLite, nor a locking clause on PostgreSQL.
+  const [first, ...rest] = branches.map((branch, i) => db.selectFrom(branch.as(`branch_${i}`)).selectAll());
+  const union = rest.reduce((all, next) => all.unionAll(next), first!);
+  return db
+    .selectFrom(union.as('candidates'))
+    .select('candidates.id')
+    .orderBy('candidates.due')
+    .orderBy('candidates.id')
+    .limit(1);
 }
 
 /** The server a job is about, from its payload; null for a kind of job that has none. */
