@@ -1,6 +1,7 @@
 import { useAccount } from './api/hooks.ts';
-import { ApiError, errorMessage } from './api/client.ts';
+import { ApiError } from './api/client.ts';
 import { Layout } from './components/Layout.tsx';
+import { RequestError } from './components/Form.tsx';
 import { Loading } from './components/Page.tsx';
 import { AccountPage } from './pages/AccountPage.tsx';
 import { ActivityPage } from './pages/ActivityPage.tsx';
@@ -36,9 +37,7 @@ function Authenticated() {
     if (account.error !== null && !(account.error instanceof ApiError && account.error.status === 401))
       return (
         <main id="main" className="login">
-          <p className="error" role="alert">
-            {errorMessage(account.error)}
-          </p>
+          <RequestError error={account.error} />
           <button type="button" onClick={() => void account.refetch()}>
             Try again
           </button>

@@ -56,6 +56,13 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : 'Something went wrong.';
 }
 
+/** A failure that is not about one field (a wrong password is a 400 with a sentence), or null. */
+export function formError(error: unknown): string | null {
+  if (error === null) return null;
+  if (error instanceof ApiError && error.status === 422 && Object.keys(error.fields).length > 0) return null;
+  return errorMessage(error);
+}
+
 type Unauthenticated = () => void;
 let onUnauthenticated: Unauthenticated = () => undefined;
 

@@ -1,10 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import { errorMessage, fieldError } from '../api/client.ts';
+import { fieldError } from '../api/client.ts';
 import { useActivity } from '../api/hooks.ts';
 import type { ActivityLog } from '../api/types.ts';
 import { formatAbsolute } from '../format.ts';
 import { navigate, useLocation, withParams, type Location } from '../router.tsx';
 import { Field } from './Field.tsx';
+import { RequestError } from './Form.tsx';
 import { Loading } from './Page.tsx';
 import { Pagination } from './Pagination.tsx';
 import { Time } from './Time.tsx';
@@ -192,9 +193,7 @@ export function ActivityFeed({ scope, label }: { scope: string; label: string })
       {feed.error !== null &&
       fieldError(feed.error, 'filter[event]') === undefined &&
       fieldError(feed.error, 'filter[ip]') === undefined ? (
-        <p className="error" role="alert">
-          {errorMessage(feed.error)}
-        </p>
+        <RequestError error={feed.error} />
       ) : null}
       {feed.data === undefined ? null : feed.data.data.length === 0 ? (
         <p className="empty">{filtered ? 'Nothing matches these filters.' : 'No activity yet.'}</p>

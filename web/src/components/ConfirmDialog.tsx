@@ -1,6 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { Dialog } from './Dialog.tsx';
+import { FormError, SubmitButton } from './Form.tsx';
 
 interface ConfirmDialogProps {
   title: string;
@@ -44,18 +45,14 @@ export function ConfirmDialog({
         }}
       >
         {children}
-        {error === null ? null : (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         <div className="actions">
           <button type="button" onClick={onClose} data-autofocus>
             Cancel
           </button>
-          <button type="submit" className={danger ? 'danger' : 'primary'} disabled={pending}>
-            {pending ? 'Working…' : confirmLabel}
-          </button>
+          <SubmitButton pending={pending} pendingLabel="Working…" className={danger ? 'danger' : 'primary'}>
+            {confirmLabel}
+          </SubmitButton>
         </div>
       </form>
     </Dialog>

@@ -1,19 +1,13 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { api, ApiError, errorMessage, fieldError } from '../api/client.ts';
+import { api, fieldError, formError } from '../api/client.ts';
 import { keys, useAccount } from '../api/hooks.ts';
 import type { Account, RecoveryTokens, TwoFactorSetup } from '../api/types.ts';
 import { CopyButton } from '../components/CopyButton.tsx';
 import { Field } from '../components/Field.tsx';
+import { FormError, PasswordField, RequestError, SubmitButton } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
-
-/** A failure that is not about one field (a wrong password is a 400 with a sentence). */
-function formError(error: unknown): string | null {
-  if (error === null) return null;
-  if (error instanceof ApiError && error.status === 422 && Object.keys(error.fields).length > 0) return null;
-  return errorMessage(error);
-}
 
 function Details({ account }: { account: Account }) {
   const a = account.attributes;
@@ -84,27 +78,19 @@ function EmailForm({ account }: { account: Account }) {
           />
         )}
       </Field>
-      <Field label="Current password" error={fieldError(change.error, 'password')}>
-        {(control) => (
-          <input
-            {...control}
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        )}
-      </Field>
-      {error === null ? null : (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <PasswordField
+        label="Current password"
+        name="password"
+        autoComplete="current-password"
+        value={password}
+        onChange={setPassword}
+        error={fieldError(change.error, 'password')}
+      />
+      <FormError message={error} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={change.isPending}>
-          {change.isPending ? 'Saving…' : 'Change email'}
-        </button>
+        <SubmitButton pending={change.isPending} pendingLabel="Saving…">
+          Change email
+        </SubmitButton>
       </div>
     </form>
   );
@@ -139,54 +125,36 @@ function PasswordForm() {
   return (
     <form className="card" onSubmit={submit} aria-labelledby="password-heading" noValidate>
       <h2 id="password-heading">Change password</h2>
-      <Field label="Current password" error={fieldError(change.error, 'current_password')}>
-        {(control) => (
-          <input
-            {...control}
-            name="current_password"
-            type="password"
-            autoComplete="current-password"
-            value={current}
-            onChange={(e) => setCurrent(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="New password" error={fieldError(change.error, 'password')} hint="At least 8 characters.">
-        {(control) => (
-          <input
-            {...control}
-            name="password"
-            type="password"
-            autoComplete="new-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field
+      <PasswordField
+        label="Current password"
+        name="current_password"
+        autoComplete="current-password"
+        value={current}
+        onChange={setCurrent}
+        error={fieldError(change.error, 'current_password')}
+      />
+      <PasswordField
+        label="New password"
+        name="password"
+        autoComplete="new-password"
+        value={password}
+        onChange={setPassword}
+        error={fieldError(change.error, 'password')}
+        hint="At least 8 characters."
+      />
+      <PasswordField
         label="Confirm new password"
+        name="password_confirmation"
+        autoComplete="new-password"
+        value={confirmation}
+        onChange={setConfirmation}
         error={mismatch ? 'The two new passwords differ.' : fieldError(change.error, 'password_confirmation')}
-      >
-        {(control) => (
-          <input
-            {...control}
-            name="password_confirmation"
-            type="password"
-            autoComplete="new-password"
-            value={confirmation}
-            onChange={(e) => setConfirmation(e.target.value)}
-          />
-        )}
-      </Field>
-      {error === null ? null : (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      />
+      <FormError message={error} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={change.isPending}>
-          {change.isPending ? 'Saving…' : 'Change password'}
-        </button>
+        <SubmitButton pending={change.isPending} pendingLabel="Saving…">
+          Change password
+        </SubmitButton>
       </div>
     </form>
   );
@@ -240,11 +208,7 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
     return (
       <>
         <p>Add a second step to logging in: a code from an authenticator app on your phone.</p>
-        {start.error === null ? null : (
-          <p className="error" role="alert">
-            {errorMessage(start.error)}
-          </p>
-        )}
+        <RequestError error={start.error} />
         <button type="button" className="primary" onClick={() => start.mutate()} disabled={start.isPending}>
           {start.isPending ? 'Preparing…' : 'Set up two-factor authentication'}
         </button>
@@ -293,32 +257,24 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
               />
             )}
           </Field>
-          <Field label="Password" error={fieldError(enable.error, 'password')}>
-            {(control) => (
-              <input
-                {...control}
-                name="password"
-                type="password"
-                autoComplete="current-password"
-                value={password}
-                onChange={(e) => setPassword(e.target.value)}
-              />
-            )}
-          </Field>
+          <PasswordField
+            label="Password"
+            name="password"
+            autoComplete="current-password"
+            value={password}
+            onChange={setPassword}
+            error={fieldError(enable.error, 'password')}
+          />
         </li>
       </ol>
-      {error === null ? null : (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError message={error} />
       <div className="actions">
         <button type="button" onClick={() => setSetup(null)}>
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={enable.isPending}>
-          {enable.isPending ? 'Turning on…' : 'Turn on two-factor authentication'}
-        </button>
+        <SubmitButton pending={enable.isPending} pendingLabel="Turning on…">
+          Turn on two-factor authentication
+        </SubmitButton>
       </div>
     </form>
   );
@@ -346,31 +302,20 @@ function DisableTwoFactor() {
       noValidate
     >
       <p>Two-factor authentication is on: logging in asks for a code from your authenticator app.</p>
-      <Field
+      <PasswordField
         label="Password"
+        name="password"
+        autoComplete="current-password"
+        value={password}
+        onChange={setPassword}
         error={fieldError(disable.error, 'password')}
         hint="To turn it off, confirm your password."
-      >
-        {(control) => (
-          <input
-            {...control}
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        )}
-      </Field>
-      {error === null ? null : (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      />
+      <FormError message={error} />
       <div className="actions">
-        <button type="submit" className="danger" disabled={disable.isPending}>
-          {disable.isPending ? 'Turning off…' : 'Turn off two-factor authentication'}
-        </button>
+        <SubmitButton pending={disable.isPending} pendingLabel="Turning off…" className="danger">
+          Turn off two-factor authentication
+        </SubmitButton>
       </div>
     </form>
   );

@@ -6,6 +6,7 @@ import type { ApiKey, CreatedApiKey } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { CopyButton } from '../components/CopyButton.tsx';
 import { Field } from '../components/Field.tsx';
+import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { Time } from '../components/Time.tsx';
@@ -92,15 +93,11 @@ function CreateKeyForm({ onCreated }: { onCreated: (key: CreatedApiKey) => void 
           />
         )}
       </Field>
-      {otherError === null ? null : (
-        <p className="error" role="alert">
-          {otherError}
-        </p>
-      )}
+      <FormError message={otherError} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={create.isPending}>
-          {create.isPending ? 'Creating…' : 'Create key'}
-        </button>
+        <SubmitButton pending={create.isPending} pendingLabel="Creating…">
+          Create key
+        </SubmitButton>
       </div>
     </form>
   );
@@ -168,11 +165,7 @@ export function ApiKeysPage() {
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading">Your keys</h2>
         {list.isPending ? <Loading what="API keys" /> : null}
-        {list.error === null ? null : (
-          <p className="error" role="alert">
-            {errorMessage(list.error)}
-          </p>
-        )}
+        <RequestError error={list.error} />
         {list.data === undefined ? null : list.data.data.length === 0 ? (
           <p className="empty">You have no API keys.</p>
         ) : (

@@ -13,6 +13,7 @@ import type { Backup, BackupAttributes, List, Server } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
+import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
@@ -97,18 +98,14 @@ function CreateBackupDialog({ id, onClose }: { id: string; onClose: () => void }
           />
           <span>Lock it (a locked backup cannot be deleted until it is unlocked)</span>
         </label>
-        {other === null ? null : (
-          <p className="error" role="alert">
-            {other}
-          </p>
-        )}
+        <FormError message={other} />
         <div className="actions">
           <button type="button" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" className="primary" disabled={create.isPending}>
-            {create.isPending ? 'Starting…' : 'Start backup'}
-          </button>
+          <SubmitButton pending={create.isPending} pendingLabel="Starting…">
+            Start backup
+          </SubmitButton>
         </div>
       </form>
     </Dialog>
@@ -226,11 +223,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
         ) : null}
       </div>
       {backups.isPending ? <Loading what="backups" /> : null}
-      {backups.error === null ? null : (
-        <p className="error" role="alert">
-          {errorMessage(backups.error)}
-        </p>
-      )}
+      <RequestError error={backups.error} />
       {backups.data === undefined ? null : backups.data.data.length === 0 ? (
         <p className="empty">No backups yet.</p>
       ) : (

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage } from '../api/client.ts';
 import type { LoginResponse } from '../api/types.ts';
 import { Field } from '../components/Field.tsx';
+import { FormError, PasswordField, SubmitButton } from '../components/Form.tsx';
 import { navigate, useLocation } from '../router.tsx';
 
 /** Where to go after logging in: a path of this panel only, never another site. */
@@ -116,11 +117,7 @@ export function LoginPage() {
         {expired && checkpoint === null ? (
           <p className="notice notice-info">Your session has ended. Log in again to continue.</p>
         ) : null}
-        {error === null ? null : (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         {checkpoint === null ? (
           <form onSubmit={(event) => void submitLogin(event)} noValidate>
             <Field label="Username or email">
@@ -136,22 +133,17 @@ export function LoginPage() {
                 />
               )}
             </Field>
-            <Field label="Password">
-              {(control) => (
-                <input
-                  {...control}
-                  name="password"
-                  type="password"
-                  autoComplete="current-password"
-                  required
-                  value={password}
-                  onChange={(event) => setPassword(event.target.value)}
-                />
-              )}
-            </Field>
-            <button type="submit" className="primary wide" disabled={pending}>
-              {pending ? 'Logging in…' : 'Log in'}
-            </button>
+            <PasswordField
+              label="Password"
+              name="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={setPassword}
+            />
+            <SubmitButton pending={pending} pendingLabel="Logging in…" className="primary wide">
+              Log in
+            </SubmitButton>
           </form>
         ) : (
           <form onSubmit={(event) => void submitCode(event)} noValidate>
@@ -190,9 +182,9 @@ export function LoginPage() {
                 )}
               </Field>
             )}
-            <button type="submit" className="primary wide" disabled={pending}>
-              {pending ? 'Checking…' : 'Continue'}
-            </button>
+            <SubmitButton pending={pending} pendingLabel="Checking…" className="primary wide">
+              Continue
+            </SubmitButton>
             <button
               type="button"
               className="link-button"

@@ -1,9 +1,10 @@
 import { useEffect, useRef } from 'react';
-import { ApiError, errorMessage } from '../api/client.ts';
+import { ApiError } from '../api/client.ts';
 import { useServerEvents } from '../api/events.ts';
 import { useBackups, useServer } from '../api/hooks.ts';
 import type { Server } from '../api/types.ts';
 import { ActivityFeed } from '../components/ActivityFeed.tsx';
+import { RequestError } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { ProgressBar } from '../components/ProgressBar.tsx';
@@ -77,13 +78,7 @@ export function ServerPage({ id, tab }: { id: string; tab: string | null }) {
       );
     return (
       <Page title="Server">
-        {server.error === null ? (
-          <Loading what="the server" />
-        ) : (
-          <p className="error" role="alert">
-            {errorMessage(server.error)}
-          </p>
-        )}
+        {server.error === null ? <Loading what="the server" /> : <RequestError error={server.error} />}
       </Page>
     );
   }

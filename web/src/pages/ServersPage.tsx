@@ -1,5 +1,5 @@
-import { errorMessage } from '../api/client.ts';
 import { useServers } from '../api/hooks.ts';
+import { RequestError } from '../components/Form.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
 import { StatusBadge } from '../components/StatusBadge.tsx';
@@ -17,11 +17,7 @@ export function ServersPage() {
   return (
     <Page title="Servers">
       {servers.isPending ? <Loading what="servers" /> : null}
-      {servers.error === null ? null : (
-        <p className="error" role="alert">
-          {errorMessage(servers.error)}
-        </p>
-      )}
+      <RequestError error={servers.error} />
       {servers.data === undefined ? null : servers.data.data.length === 0 ? (
         <p className="empty">
           You have no servers yet. An administrator can make one with <code>aerie server create</code>.

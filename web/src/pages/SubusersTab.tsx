@@ -1,11 +1,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { api, ApiError, errorMessage, fieldError } from '../api/client.ts';
+import { api, fieldError, formError } from '../api/client.ts';
 import { keys, serverPath, useAccount, useSubusers } from '../api/hooks.ts';
 import type { Subuser } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
+import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { PermissionChecklist } from '../components/PermissionChecklist.tsx';
@@ -13,12 +14,6 @@ import { sortPermissions, type Can } from '../permissions.ts';
 
 function permissionsError(error: unknown): string | undefined {
   return fieldError(error, 'permissions');
-}
-
-function otherError(error: unknown): string | null {
-  if (error === null) return null;
-  if (error instanceof ApiError && error.status === 422 && Object.keys(error.fields).length > 0) return null;
-  return errorMessage(error);
 }
 
 function SubuserDialog({
@@ -58,7 +53,7 @@ function SubuserDialog({
     event.preventDefault();
     save.mutate();
   };
-  const error = otherError(save.error);
+  const error = formError(save.error);
   return (
     <Dialog
       title={subuser === null ? 'Add a subuser' : `Permissions of ${subuser.username}`}
@@ -90,18 +85,14 @@ function SubuserDialog({
           can={can}
           error={permissionsError(save.error)}
         />
-        {error === null ? null : (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         <div className="actions">
           <button type="button" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" className="primary" disabled={save.isPending}>
-            {save.isPending ? 'Saving…' : subuser === null ? 'Add subuser' : 'Save permissions'}
-          </button>
+          <SubmitButton pending={save.isPending} pendingLabel="Saving…">
+            {subuser === null ? 'Add subuser' : 'Save permissions'}
+          </SubmitButton>
         </div>
       </form>
     </Dialog>
@@ -127,11 +118,7 @@ export function SubusersTab({ id, can }: { id: string; can: Can }) {
         ) : null}
       </div>
       {list.isPending ? <Loading what="subusers" /> : null}
-      {list.error === null ? null : (
-        <p className="error" role="alert">
-          {errorMessage(list.error)}
-        </p>
-      )}
+      <RequestError error={list.error} />
       {list.data === undefined ? null : list.data.data.length === 0 ? (
         <p className="empty">Nobody else can use this server.</p>
       ) : (
