@@ -4,20 +4,11 @@
  * the keyboard alone, a new password and email, and two-factor authentication from set-up to
  * logging in with a code and with a recovery token.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { base32Decode, totpCode } from '../../src/auth/totp.ts';
 import { createUser } from '../support/harness.ts';
-import {
-  checkPage,
-  launchBrowser,
-  logIn,
-  openPage,
-  RUN_BROWSER_TESTS,
-  screenshot,
-  startPanelServer,
-  type PanelServer,
-} from './browser.ts';
+import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
 
@@ -35,21 +26,11 @@ async function submitLogin(page: Page, user: string, password: string): Promise<
 }
 
 describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
-  let server: PanelServer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startPanelServer(), launchBrowser()]);
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const panel = usePanel();
 
   it('refuses an unknown account and a wrong password alike, then logs in and out', async () => {
-    await createUser(server.app, { username: 'ada', password: PASSWORD });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'ada', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
     await page.goto('/activity');
     // Not logged in: the login page, which remembers where the user was going.
     await page.waitForURL('**/login?next=%2Factivity');
@@ -58,7 +39,7 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
 
     const failures = async () =>
       (
-        await server.app.db.kysely
+        await panel.server.app.db.kysely
           .selectFrom('activity_logs')
           .select('id')
           .where('event', '=', 'auth:fail')
@@ -85,10 +66,10 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
   });
 
   it('returns to the login page when the session ends, and back where it was after logging in', async () => {
-    await createUser(server.app, { username: 'lin', password: PASSWORD });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'lin', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'lin', PASSWORD, '/servers');
-    await server.app.db.kysely.deleteFrom('sessions').execute();
+    await panel.server.app.db.kysely.deleteFrom('sessions').execute();
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.waitForURL('**/login?next=%2Faccount%2Fapi-keys&expired=1');
     await page.getByText('Your session has ended. Log in again to continue.').waitFor();
@@ -100,8 +81,8 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
   });
 
   it('logs in with the keyboard alone, and shows where the focus is', async () => {
-    await createUser(server.app, { username: 'kim', password: PASSWORD });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'kim', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
     await page.goto('/login');
     // The username field has the focus at once.
     expect(await focused(page)).toBe('input|user|');
@@ -136,8 +117,8 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
   });
 
   it('changes the password and the email', async () => {
-    await createUser(server.app, { username: 'mo', email: 'mo@example.com', password: PASSWORD });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'mo', email: 'mo@example.com', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'mo', PASSWORD, '/account');
     const form = page.locator('form', { has: page.getByRole('heading', { name: 'Change password' }) });
     await form.getByLabel('Current password').fill('not my password');
@@ -173,8 +154,8 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
   });
 
   it('sets up two-factor authentication and logs in with a code, then with a recovery token', async () => {
-    await createUser(server.app, { username: 'tess', password: PASSWORD });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'tess', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'tess', PASSWORD, '/account');
     const section = page.locator('section', {
       has: page.getByRole('heading', { name: 'Two-factor authentication' }),

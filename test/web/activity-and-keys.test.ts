@@ -3,20 +3,11 @@
  * filtering with everything in the URL, entries' actor, times and properties, a key made with the
  * API's own validation shown at its fields, its secret shown once, and the keyboard alone.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { insertActivity, userSubject, type SeedEntry } from '../support/activity-fixtures.ts';
 import { createServer, createUser } from '../support/harness.ts';
-import {
-  checkPage,
-  launchBrowser,
-  logIn,
-  openPage,
-  RUN_BROWSER_TESTS,
-  screenshot,
-  startPanelServer,
-  type PanelServer,
-} from './browser.ts';
+import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
 const EVENTS = ['auth:login', 'user:api-key.create', 'user:api-key.delete', 'auth:fail'];
@@ -41,14 +32,10 @@ function attributes(page: Page, selector: string, name: string): Promise<string[
 }
 
 describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', () => {
-  let server: PanelServer;
-  let browser: Browser;
   let owner: Awaited<ReturnType<typeof createUser>>;
   let world: Awaited<ReturnType<typeof createServer>>;
   const counts = new Map<string, number>();
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startPanelServer(), launchBrowser()]);
+  const panel = usePanel(async (server) => {
     owner = await createUser(server.app, { username: 'ada', password: PASSWORD });
     world = await createServer(server.app, owner, { name: 'Survival world' });
     const now = Date.now();
@@ -74,15 +61,10 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
       properties: { name: `nightly-${i}` },
     }));
     await insertActivity(server.app, [...entries, ...serverEntries]);
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
   });
 
   it('pages through the account feed, with the page in the URL', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, '/activity');
     const status = page.locator('.page-status');
     // 60 seeded entries and this login.
@@ -107,7 +89,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
   });
 
   it('filters on an event or an IP by clicking it, in a URL that can be shared', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, '/activity');
     await page.getByRole('button', { name: 'Event user:api-key.create: show only these' }).first().click();
     await page.waitForURL('**/activity?event=user%3Aapi-key.create');
@@ -128,8 +110,8 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
     expect(new Set(await shownEvents(page))).toEqual(new Set(['user:api-key.create']));
 
     // The same address in another browser shows the same entries.
-    const other = await openPage(browser, server.url);
-    await logIn(other.page, 'ada', PASSWORD, url.replace(server.url, ''));
+    const other = await panel.open();
+    await logIn(other.page, 'ada', PASSWORD, url.replace(panel.server.url, ''));
     await other.page.waitForURL(url);
     await expect.poll(() => other.page.locator('li.entry').count()).toBe(shown);
     expect(await other.page.getByRole('textbox', { name: 'IP address' }).inputValue()).toBe('198.51.100.7');
@@ -150,7 +132,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
   });
 
   it('shows who did it, when (relative and exact) and, on demand, its properties', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, '/activity?event=user:api-key.create');
     const entry = page.locator('li.entry').first();
     await entry.waitFor();
@@ -179,7 +161,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
   });
 
   it("shows a server's own feed, filtered and paged the same way", async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${world.identifier}`);
     await page
       .getByRole('navigation', { name: 'Server sections' })
@@ -196,8 +178,8 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
   });
 
   it('makes a key with the API checking its fields, and shows its secret only once', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    const { context, page, problems } = await panel.open();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: panel.server.url });
     await logIn(page, 'ada', PASSWORD, '/account/api-keys');
     await page.getByLabel('Description').fill('deploy script');
     await page.getByLabel('Allowed IPs').fill('127.0.0.1\n10.0.0.0/33\nnot-an-ip');
@@ -223,7 +205,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
     expect(await page.evaluate('navigator.clipboard.readText()')).toBe(token);
 
     // The token works (from 127.0.0.1, one of its addresses).
-    const account = await fetch(`${server.url}/api/client/account`, {
+    const account = await fetch(`${panel.server.url}/api/client/account`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(account.status).toBe(200);
@@ -238,7 +220,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
   });
 
   it('makes and deletes a key with the keyboard alone, the dialog keeping the focus', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, '/account/api-keys');
     await page.getByRole('heading', { name: 'Your keys' }).waitFor();
     expect(await focused(page)).toBe('h1||API keys');
@@ -286,7 +268,7 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await expect.poll(() => page.locator(`tr[data-key="${token.slice(0, 16)}"]`).count()).toBe(0);
-    const keys = await server.app.db.kysely.selectFrom('api_keys').select('identifier').execute();
+    const keys = await panel.server.app.db.kysely.selectFrom('api_keys').select('identifier').execute();
     expect(keys.map((key) => key.identifier)).not.toContain(token.slice(0, 16));
     checkPage(problems);
     await context.close();

@@ -6,21 +6,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { writeIncompressibleFiles } from '../support/archives.ts';
 import { addSubuser, createServer, createUser } from '../support/harness.ts';
 import { until } from '../support/wait.ts';
-import {
-  checkPage,
-  launchBrowser,
-  logIn,
-  openPage,
-  RUN_BROWSER_TESTS,
-  screenshot,
-  startPanelServer,
-  type PanelServer,
-} from './browser.ts';
+import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel, type PanelServer } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
 
@@ -37,34 +28,25 @@ async function backupState(server: PanelServer, serverId: string) {
 }
 
 describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
-  let server: PanelServer;
-  let browser: Browser;
   let owner: Awaited<ReturnType<typeof createUser>>;
   let world: Awaited<ReturnType<typeof createServer>>;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startPanelServer(), launchBrowser()]);
+  const panel = usePanel(async (server) => {
     owner = await createUser(server.app, { username: 'ada', password: PASSWORD });
     world = await createServer(server.app, owner, { name: 'Survival world' });
     // Enough incompressible data that a backup and a restore take a while to follow.
     await writeIncompressibleFiles(path.join(world.volume, 'region'), 48, 4 * 1024 * 1024);
     fs.writeFileSync(path.join(world.volume, 'server.properties'), 'motd=before\n');
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
   });
 
   it('makes a backup and follows its progress bar to the end, live', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${world.identifier}`);
     await expect.poll(() => page.locator('.live').textContent()).toBe('Live');
 
     // The first backup: its size is not known until it ends, so the bar counts bytes.
     const dialog = page.getByRole('dialog', { name: 'Create a backup' });
     const first = card(page, 'first');
-    await server.pauseJobs();
+    await panel.server.pauseJobs();
     try {
       await page.getByRole('button', { name: 'Create backup' }).click();
       await dialog.getByLabel('Name').fill('first');
@@ -73,7 +55,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       await expect.poll(() => dialog.count()).toBe(0);
       await first.getByText('In progress').waitFor();
     } finally {
-      server.resumeJobs();
+      panel.server.resumeJobs();
     }
     await first.locator('.progress[data-operation="backup"]').waitFor({ timeout: 20_000 });
     await first.getByText(/MB · sha256:/).waitFor({ timeout: 60_000 });
@@ -106,7 +88,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       [...seen].join(' '),
     ).toBe(true);
 
-    const rows = await backupState(server, world.id);
+    const rows = await backupState(panel.server, world.id);
     expect(rows.map((row) => [row.name, row.is_successful])).toEqual(
       expect.arrayContaining([
         ['first', 1],
@@ -120,14 +102,14 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
   it('restores behind a confirmation, and shows the server restoring everywhere until it is done', async () => {
     fs.writeFileSync(path.join(world.volume, 'server.properties'), 'motd=after\n');
     fs.writeFileSync(path.join(world.volume, 'made-later.txt'), 'not in the backup');
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${world.identifier}`);
     const list = await context.newPage();
     await list.goto('/servers');
     const listRow = list.locator(`tr[data-server="${world.identifier}"]`);
     await listRow.getByText('Ready').waitFor();
 
-    await server.pauseJobs();
+    await panel.server.pauseJobs();
     try {
       await card(page, 'first').getByRole('button', { name: 'Restore' }).click();
       const dialog = page.getByRole('dialog', { name: 'Restore first?' });
@@ -148,7 +130,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       expect(await card(page, 'second').getByRole('button', { name: 'Restore' }).isDisabled()).toBe(true);
       expect(await card(page, 'second').getByRole('button', { name: 'Delete' }).isDisabled()).toBe(true);
     } finally {
-      server.resumeJobs();
+      panel.server.resumeJobs();
     }
     // Running: a restore knows its archive's size, so the bar has an exact percent and a time left.
     const banner = page.getByTestId('restoring-banner');
@@ -189,7 +171,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
   });
 
   it('downloads through the signed link, locks, unlocks and deletes', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${world.identifier}`);
     const second = card(page, 'second');
 
@@ -215,15 +197,15 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
     await second.getByRole('button', { name: 'Delete' }).click();
     await confirm.getByRole('button', { name: 'Delete backup' }).click();
     await expect.poll(() => second.count()).toBe(0);
-    expect((await backupState(server, world.id)).map((row) => row.name)).toEqual(['first']);
+    expect((await backupState(panel.server, world.id)).map((row) => row.name)).toEqual(['first']);
     checkPage(problems);
     await context.close();
   });
 
   it('falls back to polling when the event stream cannot be opened', async () => {
-    const small = await createServer(server.app, owner, { name: 'Lobby' });
+    const small = await createServer(panel.server.app, owner, { name: 'Lobby' });
     fs.writeFileSync(path.join(small.volume, 'lobby.txt'), 'hello');
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await context.route('**/events', (route) => route.abort());
     await logIn(page, 'ada', PASSWORD, `/servers/${small.identifier}`);
     await expect.poll(() => page.locator('.live').textContent()).toBe('Polling');
@@ -239,9 +221,9 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
   });
 
   it('shows a subuser only what their permissions allow', async () => {
-    const viewer = await createUser(server.app, { username: 'viewer', password: PASSWORD });
-    await addSubuser(server.app, world.id, viewer, ['backup.read']);
-    const { context, page, problems } = await openPage(browser, server.url);
+    const viewer = await createUser(panel.server.app, { username: 'viewer', password: PASSWORD });
+    await addSubuser(panel.server.app, world.id, viewer, ['backup.read']);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'viewer', PASSWORD, '/servers');
     const row = page.locator(`tr[data-server="${world.identifier}"]`);
     await row.getByText('Subuser').waitFor();
@@ -258,7 +240,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
     await page.getByText('Your permissions on this server do not include this section.').waitFor();
 
     // With backup.restore, the restore button appears (and nothing more).
-    await addSubuser(server.app, world.id, viewer, ['backup.read', 'backup.restore']);
+    await addSubuser(panel.server.app, world.id, viewer, ['backup.read', 'backup.restore']);
     await page.goto(`/servers/${world.identifier}`);
     await card(page, 'first').getByRole('button', { name: 'Restore' }).waitFor();
     expect(await page.getByRole('button', { name: 'Delete' }).count()).toBe(0);
@@ -267,8 +249,8 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
   });
 
   it('adds a subuser by email with permissions, changes them and removes the subuser', async () => {
-    await createUser(server.app, { username: 'grace', email: 'grace@example.com' });
-    const { context, page, problems } = await openPage(browser, server.url);
+    await createUser(panel.server.app, { username: 'grace', email: 'grace@example.com' });
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${world.identifier}/users`);
     await page.getByRole('heading', { name: 'Subusers' }).waitFor();
 

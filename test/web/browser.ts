@@ -19,7 +19,7 @@ import {
   type BrowserContextOptions,
   type Page,
 } from 'playwright-core';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { Worker } from '../../src/jobs/worker.ts';
 import { ROOT } from '../support/aerie-process.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
@@ -167,6 +167,37 @@ export async function openPage(
   });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   return { context, page, problems };
+}
+
+/** The panel server and the browser a describe block's tests share (see `usePanel`). */
+export interface Panel {
+  server: PanelServer;
+  browser: Browser;
+  /** `openPage` on this panel's server. */
+  open(options?: BrowserContextOptions): ReturnType<typeof openPage>;
+}
+
+/**
+ * Starts a panel server and Chromium before the describe block's tests (then runs `seed`, if
+ * given) and closes both after them.
+ */
+export function usePanel(seed?: (server: PanelServer) => Promise<void>): Panel {
+  let server: PanelServer | undefined;
+  let browser: Browser | undefined;
+  const panel = {
+    open: (options: BrowserContextOptions = {}) => openPage(panel.browser, panel.server.url, options),
+  } as Panel;
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startPanelServer(), launchBrowser()]);
+    panel.server = server;
+    panel.browser = browser;
+    await seed?.(server);
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return panel;
 }
 
 /** Nothing went wrong in the page: no script error, no CSP violation. */

@@ -5,20 +5,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { insertActivity, userSubject, type SeedEntry } from '../support/activity-fixtures.ts';
 import { addSubuser, createApiKey, createServer, createUser } from '../support/harness.ts';
-import {
-  checkPage,
-  launchBrowser,
-  logIn,
-  openPage,
-  RUN_BROWSER_TESTS,
-  screenshot,
-  startPanelServer,
-  type PanelServer,
-} from './browser.ts';
+import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
@@ -36,12 +27,8 @@ const LIGHT = 'rgb(246, 247, 249)';
 const DARK = 'rgb(15, 17, 21)';
 
 describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => {
-  let server: PanelServer;
-  let browser: Browser;
   let world: Awaited<ReturnType<typeof createServer>>;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startPanelServer(), launchBrowser()]);
+  const panel = usePanel(async (server) => {
     const owner = await createUser(server.app, {
       username: 'ada',
       email: 'ada@example.com',
@@ -83,15 +70,10 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
       };
     });
     await insertActivity(server.app, entries);
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
   });
 
   it('shows every page without a script error or a blocked resource (and pictures them)', async () => {
-    const { context, page, problems } = await openPage(browser, server.url);
+    const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, '/servers');
     await page.locator('tr[data-server]').first().waitFor();
     await screenshot(page, 'servers');
@@ -136,7 +118,7 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
     await context.close();
   });
   it('fits a phone: no sideways scrolling, the navigation behind a menu, tables as cards', async () => {
-    const { context, page, problems } = await openPage(browser, server.url, PHONE);
+    const { context, page, problems } = await panel.open(PHONE);
     await page.goto('/login');
     expect(await overflows(page)).toBe(false);
     await logIn(page, 'ada', PASSWORD, '/servers');
@@ -178,7 +160,7 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
   });
 
   it('follows the system colour scheme until the user picks one, and keeps that choice', async () => {
-    const dark = await openPage(browser, server.url, { colorScheme: 'dark' });
+    const dark = await panel.open({ colorScheme: 'dark' });
     await logIn(dark.page, 'ada', PASSWORD, '/activity');
     expect(await background(dark.page)).toBe(DARK);
     await dark.page.locator('li.entry').first().waitFor();
@@ -194,7 +176,7 @@ describe.runIf(RUN_BROWSER_TESTS)('the panel on phones and in dark mode', () => 
     checkPage(dark.problems);
     await dark.context.close();
 
-    const light = await openPage(browser, server.url, { colorScheme: 'light' });
+    const light = await panel.open({ colorScheme: 'light' });
     await logIn(light.page, 'ada', PASSWORD, '/servers');
     expect(await background(light.page)).toBe(LIGHT);
     await light.page.getByRole('button', { name: /Dark mode/ }).click();
