@@ -4,7 +4,7 @@
  * POST /auth/login/checkpoint), as the reference panel answers them.
  */
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectError,
   expectValidation,
@@ -16,29 +16,27 @@ import {
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   accountState,
+  appForFile,
   codeAt,
   enableTwoFactor,
   eventsOfBatch,
+  expectThrottled,
+  PASSWORD,
   requestSecret,
+  UNAUTHENTICATED,
   type SetupBody,
 } from '../support/two-factor.ts';
 
-const PASSWORD = 'correct horse battery';
 const ALREADY_ENABLED = 'Two-factor authentication is already enabled on this account.';
 const PASSWORD_NOT_VALID = 'The password provided was not valid.';
 const TOKEN_NOT_VALID = 'The provided two-factor authentication token was not valid.';
 const CODE_INVALID = 'The two-factor authentication token was invalid.';
 const RECOVERY_INVALID = 'The recovery token provided is not valid.';
 const EXPIRED = 'The authentication token provided has expired, please refresh the page and try again.';
-const UNAUTHENTICATED = 'You are not authenticated to access this route.';
 
 const clock = new ManualClock('2026-08-01T12:00:00.000Z');
 let app: TestApp;
-
-beforeAll(async () => {
-  app = await startTestApp({ clock: clock.clock });
-});
-afterAll(async () => app.close());
+appForFile(clock, (started) => (app = started));
 
 /** Moves the clock to the start of a fresh 30-second step, some minutes on. */
 function nextMinutes(minutes = 10): Date {
@@ -703,8 +701,7 @@ describe('failed checkpoints count against the login throttle', () => {
         expectError(await attempt(wrong), 400, 'DisplayException', CODE_INVALID);
       }
       const refused = await attempt(codeAt(secret, clock.clock()));
-      expectError(refused, 429, 'TooManyRequestsHttpException', 'Too many requests, please slow down.');
-      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expectThrottled(refused);
       expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(900);
       expect(refused.headers['set-cookie']).toBeUndefined();
       // Unknown tokens are counted too, from the same address.

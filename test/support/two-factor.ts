@@ -1,6 +1,30 @@
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { base32Decode, hotp, totpStep } from '../../src/auth/totp.ts';
-import { bearer, type TestApp } from './harness.ts';
+import { expectError, type ManualClock } from './activity-fixtures.ts';
+import { bearer, startTestApp, type TestApp } from './harness.ts';
+
+/** The password the harness's users have. */
+export const PASSWORD = 'correct horse battery';
+export const UNAUTHENTICATED = 'You are not authenticated to access this route.';
+
+/**
+ * One app for the test file, on `clock`: started before its tests (handed to `started`) and
+ * closed after them.
+ */
+export function appForFile(clock: ManualClock, started: (app: TestApp) => void): void {
+  let app: TestApp | undefined;
+  beforeAll(async () => {
+    app = await startTestApp({ clock: clock.clock });
+    started(app);
+  });
+  afterAll(async () => app?.close());
+}
+
+/** The login throttle's 429, with a Retry-After. */
+export function expectThrottled(res: Parameters<typeof expectError>[0]): void {
+  expectError(res, 429, 'TooManyRequestsHttpException', 'Too many requests, please slow down.');
+  expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+}
 
 /** The code an authenticator app holding `secret` (base32) shows at `time`, `offset` steps on. */
 export function codeAt(secret: string, time: Date, offset = 0): string {
