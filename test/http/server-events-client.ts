@@ -5,6 +5,15 @@
  * a timeout; nothing here sleeps.
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+
+/** A test app with `env`, listening on a port of 127.0.0.1 for the streams. */
+export async function startListening(env: Record<string, string>): Promise<{ app: TestApp; port: number }> {
+  const app = await startTestApp({ env });
+  await app.http.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.http.server.address();
+  return { app, port: typeof address === 'object' && address !== null ? address.port : 0 };
+}
 
 /** A backup's `progress`, as the stream sends it. */
 export interface ProgressData {

@@ -22,10 +22,15 @@ import {
   createServer,
   createUser,
   importBackup,
-  startTestApp,
   type TestApp,
 } from '../support/harness.ts';
-import { openEventStream, progressIn, type EventStream, type StreamEvent } from './server-events-client.ts';
+import {
+  openEventStream,
+  progressIn,
+  startListening,
+  type EventStream,
+  type StreamEvent,
+} from './server-events-client.ts';
 
 const MiB = 1024 * 1024;
 
@@ -37,10 +42,7 @@ const streams: EventStream[] = [];
 
 beforeAll(async () => {
   // This process answers the API and runs no worker: every job runs in the spawned one.
-  app = await startTestApp({ env: { AERIE_PROGRESS_INTERVAL_MS: '50' } });
-  await app.http.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.http.server.address();
-  port = typeof address === 'object' && address !== null ? address.port : 0;
+  ({ app, port } = await startListening({ AERIE_PROGRESS_INTERVAL_MS: '50' }));
   work = await tempDir('aerie-events-processes-');
 });
 

@@ -21,11 +21,11 @@ import {
   createServer,
   createUser,
   importBackup,
-  startTestApp,
   type TestApp,
 } from '../support/harness.ts';
 import {
   openEventStream,
+  startListening,
   progressIn,
   type EventStream,
   type ProgressData,
@@ -41,17 +41,12 @@ let worker: Worker | undefined;
 const opened: EventStream[] = [];
 
 beforeAll(async () => {
-  app = await startTestApp({
-    env: {
-      // Progress written (and streams polled) every 20 ms, so that small archives show several steps.
-      AERIE_PROGRESS_INTERVAL_MS: '20',
-      AERIE_EVENT_STREAMS_PER_USER: '3',
-      AERIE_EVENT_STREAM_KEEPALIVE_SECONDS: '1',
-    },
-  });
-  await app.http.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.http.server.address();
-  port = typeof address === 'object' && address !== null ? address.port : 0;
+  ({ app, port } = await startListening({
+    // Progress written (and streams polled) every 20 ms, so that small archives show several steps.
+    AERIE_PROGRESS_INTERVAL_MS: '20',
+    AERIE_EVENT_STREAMS_PER_USER: '3',
+    AERIE_EVENT_STREAM_KEEPALIVE_SECONDS: '1',
+  }));
 });
 
 afterEach(async () => {
@@ -408,11 +403,8 @@ describe('what streams cost', () => {
   });
 
   it('does not hold up closing the app: open streams are ended', async () => {
-    const other = await startTestApp({ env: { AERIE_PROGRESS_INTERVAL_MS: '20' } });
+    const { app: other, port: otherPort } = await startListening({ AERIE_PROGRESS_INTERVAL_MS: '20' });
     try {
-      await other.http.listen({ host: '127.0.0.1', port: 0 });
-      const address = other.http.server.address();
-      const otherPort = typeof address === 'object' && address !== null ? address.port : 0;
       const owner = await createUser(other);
       const server = await createServer(other, owner);
       const { token } = await createApiKey(other, owner);
