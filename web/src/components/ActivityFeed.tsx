@@ -5,7 +5,7 @@ import type { ActivityLog } from '../api/types.ts';
 import { formatAbsolute } from '../format.ts';
 import { navigate, useLocation, withParams, type Location } from '../router.tsx';
 import { Field } from './Field.tsx';
-import { RequestError } from './Form.tsx';
+import { RequestError, TextField } from './Form.tsx';
 import { Loading } from './Page.tsx';
 import { Pagination } from './Pagination.tsx';
 import { Time } from './Time.tsx';
@@ -131,28 +131,22 @@ export function ActivityFeed({ scope, label }: { scope: string; label: string })
   return (
     <section className="feed" aria-label={label}>
       <form className="filters" onSubmit={submit} role="search" aria-label={`Filter ${label.toLowerCase()}`}>
-        <Field label="Event" error={fieldError(feed.error, 'filter[event]')}>
-          {(control) => (
-            <input
-              {...control}
-              name="event"
-              placeholder="e.g. auth:login or backup"
-              value={event}
-              onChange={(change) => setEvent(change.target.value)}
-            />
-          )}
-        </Field>
-        <Field label="IP address" error={fieldError(feed.error, 'filter[ip]')}>
-          {(control) => (
-            <input
-              {...control}
-              name="ip"
-              placeholder="e.g. 203.0.113."
-              value={ip}
-              onChange={(change) => setIp(change.target.value)}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Event"
+          error={fieldError(feed.error, 'filter[event]')}
+          name="event"
+          placeholder="e.g. auth:login or backup"
+          value={event}
+          onChange={setEvent}
+        />
+        <TextField
+          label="IP address"
+          error={fieldError(feed.error, 'filter[ip]')}
+          name="ip"
+          placeholder="e.g. 203.0.113."
+          value={ip}
+          onChange={setIp}
+        />
         <Field label="Per page">
           {(control) => (
             <select

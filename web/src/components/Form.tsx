@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import type { InputHTMLAttributes, ReactNode } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { Field } from './Field.tsx';
 
@@ -32,41 +32,27 @@ export function SubmitButton({ pending, pendingLabel, className = 'primary', chi
   );
 }
 
-interface PasswordFieldProps {
+type InputProps = Omit<InputHTMLAttributes<HTMLInputElement>, 'id' | 'value' | 'onChange'>;
+
+interface TextFieldProps extends InputProps {
   label: string;
   name: string;
-  autoComplete: 'current-password' | 'new-password';
   value: string;
   onChange: (value: string) => void;
   error?: string | undefined;
   hint?: ReactNode;
-  required?: boolean;
 }
 
-/** A labelled password input with its hint and error (see Field). */
-export function PasswordField({
-  label,
-  name,
-  autoComplete,
-  value,
-  onChange,
-  error,
-  hint,
-  required,
-}: PasswordFieldProps) {
+/** A labelled input with its hint and error (see Field); the other props are the input's. */
+export function TextField({ label, error, hint, onChange, ...input }: TextFieldProps) {
   return (
     <Field label={label} error={error} hint={hint}>
-      {(control) => (
-        <input
-          {...control}
-          name={name}
-          type="password"
-          autoComplete={autoComplete}
-          required={required}
-          value={value}
-          onChange={(event) => onChange(event.target.value)}
-        />
-      )}
+      {(control) => <input {...control} {...input} onChange={(event) => onChange(event.target.value)} />}
     </Field>
   );
+}
+
+/** A TextField for a password. */
+export function PasswordField(props: Omit<TextFieldProps, 'type'>) {
+  return <TextField {...props} type="password" />;
 }

@@ -4,8 +4,7 @@ import { api, fieldError, formError } from '../api/client.ts';
 import { keys, useAccount } from '../api/hooks.ts';
 import type { Account, RecoveryTokens, TwoFactorSetup } from '../api/types.ts';
 import { CopyButton } from '../components/CopyButton.tsx';
-import { Field } from '../components/Field.tsx';
-import { FormError, PasswordField, RequestError, SubmitButton } from '../components/Form.tsx';
+import { FormError, PasswordField, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 
@@ -62,22 +61,16 @@ function EmailForm({ account }: { account: Account }) {
   return (
     <form className="card" onSubmit={submit} aria-labelledby="email-heading" noValidate>
       <h2 id="email-heading">Change email</h2>
-      <Field
+      <TextField
         label="New email address"
         error={fieldError(change.error, 'email')}
         hint={`Now: ${account.attributes.email}`}
-      >
-        {(control) => (
-          <input
-            {...control}
-            name="email"
-            type="email"
-            autoComplete="email"
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        )}
-      </Field>
+        name="email"
+        type="email"
+        autoComplete="email"
+        value={email}
+        onChange={setEmail}
+      />
       <PasswordField
         label="Current password"
         name="password"
@@ -245,18 +238,15 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
         </li>
         <li>
           <p>Then enter the code the app shows, and your password:</p>
-          <Field label="Authentication code" error={fieldError(enable.error, 'code')}>
-            {(control) => (
-              <input
-                {...control}
-                name="code"
-                inputMode="numeric"
-                autoComplete="one-time-code"
-                value={code}
-                onChange={(e) => setCode(e.target.value)}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Authentication code"
+            error={fieldError(enable.error, 'code')}
+            name="code"
+            inputMode="numeric"
+            autoComplete="one-time-code"
+            value={code}
+            onChange={setCode}
+          />
           <PasswordField
             label="Password"
             name="password"

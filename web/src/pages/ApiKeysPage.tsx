@@ -6,7 +6,7 @@ import type { ApiKey, CreatedApiKey } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { CopyButton } from '../components/CopyButton.tsx';
 import { Field } from '../components/Field.tsx';
-import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
+import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { Time } from '../components/Time.tsx';
@@ -64,20 +64,14 @@ function CreateKeyForm({ onCreated }: { onCreated: (key: CreatedApiKey) => void 
       <h2 id="create-key-heading" tabIndex={-1}>
         Create an API key
       </h2>
-      <Field
+      <TextField
         label="Description"
         error={fieldError(create.error, 'description')}
         hint="What the key is for; up to 500 characters."
-      >
-        {(control) => (
-          <input
-            {...control}
-            name="description"
-            value={description}
-            onChange={(e) => setDescription(e.target.value)}
-          />
-        )}
-      </Field>
+        name="description"
+        value={description}
+        onChange={setDescription}
+      />
       <Field
         label="Allowed IPs"
         error={ipErrors(create.error, sent)}

@@ -13,7 +13,7 @@ import type { Backup, BackupAttributes, List, Server } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
-import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
+import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
@@ -57,22 +57,16 @@ function CreateBackupDialog({ id, onClose }: { id: string; onClose: () => void }
   return (
     <Dialog title="Create a backup" onClose={onClose}>
       <form onSubmit={submit} noValidate>
-        <Field
+        <TextField
           label="Name"
           error={fieldError(create.error, 'name')}
           hint="Optional; Aerie names it by the date otherwise."
-        >
-          {(control) => (
-            <input
-              {...control}
-              name="name"
-              maxLength={191}
-              value={name}
-              onChange={(e) => setName(e.target.value)}
-              data-autofocus
-            />
-          )}
-        </Field>
+          name="name"
+          maxLength={191}
+          value={name}
+          onChange={setName}
+          data-autofocus
+        />
         <Field
           label="Ignored files"
           error={fieldError(create.error, 'ignored')}

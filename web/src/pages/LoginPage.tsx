@@ -2,8 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage } from '../api/client.ts';
 import type { LoginResponse } from '../api/types.ts';
-import { Field } from '../components/Field.tsx';
-import { FormError, PasswordField, SubmitButton } from '../components/Form.tsx';
+import { FormError, PasswordField, SubmitButton, TextField } from '../components/Form.tsx';
 import { navigate, useLocation } from '../router.tsx';
 
 /** Where to go after logging in: a path of this panel only, never another site. */
@@ -120,19 +119,15 @@ export function LoginPage() {
         <FormError message={error} />
         {checkpoint === null ? (
           <form onSubmit={(event) => void submitLogin(event)} noValidate>
-            <Field label="Username or email">
-              {(control) => (
-                <input
-                  {...control}
-                  name="user"
-                  autoComplete="username"
-                  required
-                  value={user}
-                  onChange={(event) => setUser(event.target.value)}
-                  autoFocus
-                />
-              )}
-            </Field>
+            <TextField
+              label="Username or email"
+              name="user"
+              autoComplete="username"
+              required
+              value={user}
+              onChange={setUser}
+              autoFocus
+            />
             <PasswordField
               label="Password"
               name="password"
@@ -153,34 +148,28 @@ export function LoginPage() {
                 : 'Enter the 6-digit code from your authenticator app.'}
             </p>
             {useRecovery ? (
-              <Field label="Recovery token" key="recovery">
-                {(control) => (
-                  <input
-                    {...control}
-                    name="recovery_token"
-                    autoComplete="off"
-                    value={code}
-                    onChange={(event) => setCode(event.target.value)}
-                    autoFocus
-                  />
-                )}
-              </Field>
+              <TextField
+                label="Recovery token"
+                key="recovery"
+                name="recovery_token"
+                autoComplete="off"
+                value={code}
+                onChange={setCode}
+                autoFocus
+              />
             ) : (
-              <Field label="Authentication code" key="code">
-                {(control) => (
-                  <input
-                    {...control}
-                    name="authentication_code"
-                    inputMode="numeric"
-                    autoComplete="one-time-code"
-                    pattern="[0-9 ]*"
-                    maxLength={8}
-                    value={code}
-                    onChange={(event) => setCode(event.target.value)}
-                    autoFocus
-                  />
-                )}
-              </Field>
+              <TextField
+                label="Authentication code"
+                key="code"
+                name="authentication_code"
+                inputMode="numeric"
+                autoComplete="one-time-code"
+                pattern="[0-9 ]*"
+                maxLength={8}
+                value={code}
+                onChange={setCode}
+                autoFocus
+              />
             )}
             <SubmitButton pending={pending} pendingLabel="Checking…" className="primary wide">
               Continue

@@ -5,8 +5,7 @@ import { keys, serverPath, useAccount, useSubusers } from '../api/hooks.ts';
 import type { Subuser } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
-import { Field } from '../components/Field.tsx';
-import { FormError, RequestError, SubmitButton } from '../components/Form.tsx';
+import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { PermissionChecklist } from '../components/PermissionChecklist.tsx';
@@ -61,23 +60,17 @@ function SubuserDialog({
     >
       <form onSubmit={submit} noValidate>
         {subuser === null ? (
-          <Field
+          <TextField
             label="Email address"
             error={fieldError(save.error, 'email')}
             hint="Of someone who already has an account here; Aerie sends no invitations."
-          >
-            {(control) => (
-              <input
-                {...control}
-                name="email"
-                type="email"
-                autoComplete="off"
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-                data-autofocus
-              />
-            )}
-          </Field>
+            name="email"
+            type="email"
+            autoComplete="off"
+            value={email}
+            onChange={setEmail}
+            data-autofocus
+          />
         ) : null}
         <PermissionChecklist
           value={permissions}
