@@ -5,11 +5,16 @@ import type SQLite from 'better-sqlite3';
 import type * as Mysql from 'mysql2';
 import type Pg from 'pg';
 import {
+  CompiledQuery,
   Kysely,
   MysqlDialect,
   PostgresDialect,
+  SqliteAdapter,
   SqliteDialect,
+  type DatabaseConnection,
+  type DialectAdapter,
   type Dialect,
+  type Driver,
   type SqliteDatabase,
 } from 'kysely';
 import type { Config, DatabaseKind } from '../config.ts';
@@ -35,7 +40,35 @@ function sqliteDialect(file: string): Dialect {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 10000');
-  return new SqliteDialect({ database: withStatementCache(database) });
+  return new ImmediateSqliteDialect({ database: withStatementCache(database) });
+}
+
+/**
+ * SQLite, with every transaction begun IMMEDIATE: it takes the write lock at its start, waiting
+ * for it under busy_timeout. A plain (deferred) transaction reads first and asks for the lock
+ * at its first write, and when another process has written in between it fails at once instead
+ * of waiting. Migrations run in one such transaction (SQLite's DDL is transactional, though
+ * Kysely does not assume it), so processes starting at once on one file migrate it one after
+ * the other: the first applies what is missing, the next find nothing to do.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection: DatabaseConnection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
 }
 
 /** How many prepared SQLite statements are kept for reuse, the least recently used dropped first. */
