@@ -215,8 +215,12 @@ for (const dialect of CASES)
         DATABASE_URL: scratch?.url ?? app.config.database.url,
         LOG_LEVEL: 'silent',
       });
-      // Separate runtimes: separate connections (pools), as separate processes would have.
-      const others = await Promise.all([openRuntime(config), openRuntime(config), openRuntime(config)]);
+      // Separate runtimes: separate connections (pools), as separate processes would have. They
+      // are opened one after another: on SQLite, a migration holds the file's write lock, and a
+      // second connection in this same thread would wait for it synchronously, never letting
+      // the first finish (separate processes wait for each other instead).
+      const others: Awaited<ReturnType<typeof openRuntime>>[] = [];
+      for (let i = 0; i < 3; i++) others.push(await openRuntime(config));
       try {
         const before = await counts();
         const reports = await Promise.all(
