@@ -219,8 +219,9 @@ for (const dialect of CASES)
       // are opened one after another: on SQLite, a migration holds the file's write lock, and a
       // second connection in this same thread would wait for it synchronously, never letting
       // the first finish (separate processes wait for each other instead).
-      const others: Awaited<ReturnType<typeof openRuntime>>[] = [];
-      for (let i = 0; i < 3; i++) others.push(await openRuntime(config));
+      const first = await openRuntime(config);
+      const second = await openRuntime(config);
+      const others = [first, second, await openRuntime(config)] as const;
       try {
         const before = await counts();
         const reports = await Promise.all(
