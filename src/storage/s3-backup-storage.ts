@@ -66,8 +66,16 @@ export class S3BackupStorage implements BackupStorage {
   ) {
     this.partSize = options.partSize ?? DEFAULT_PART_SIZE;
     this.queueSize = options.queueSize ?? DEFAULT_QUEUE_SIZE;
-    // Loaded now, while the process starts: loaded at the first restore or download, it would
-    // hold up the event loop then (loading takes 130 to 190 ms of wall time here).
+  }
+
+  /**
+   * Loads the S3 client now, in this thread. A process that serves the API calls this while it
+   * starts: loaded at the first download or deletion instead, it would hold up the event loop
+   * then (130 to 190 ms of wall time here). Other processes never do: `backup create` and the
+   * worker's backups upload from the archive thread, which loads its own client, and a copy
+   * here would only add about 20 MB to their peak memory.
+   */
+  preload(): void {
     this.connect().catch(() => undefined);
   }
 
