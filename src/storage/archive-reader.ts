@@ -21,13 +21,15 @@ const MAX_PATH_BYTES = 4096;
 const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 /**
- * gunzip (on libuv's pool) works ahead of the parser by up to 8 chunks, so the two overlap instead
- * of waiting on each other at every chunk. Larger chunks (256 KiB reads, 128 KiB gunzip output)
- * were measured too: no faster, and 9 MB more peak RSS on a 1.2 GiB restore.
+ * The archive is read and gunzipped in 512 KiB chunks, and gunzip (on libuv's pool) may work up to
+ * four chunks ahead of the parser. Each chunk is a round trip between the thread and the pool
+ * (about 50 µs here); with the 64 KiB chunks used before, the 42,000 round trips of a 1.2 GiB
+ * archive cost more than a second of the restore thread's time, and a restore took 1.3 to 1.6×
+ * as long (BENCHMARKS.md, "Restoring a backup"). 1 and 2 MiB chunks were no faster, and held more.
  */
-const READ_CHUNK = 64 * 1024;
-const GUNZIP_CHUNK = 64 * 1024;
-const GUNZIP_AHEAD = 512 * 1024;
+const READ_CHUNK = 512 * 1024;
+const GUNZIP_CHUNK = 512 * 1024;
+const GUNZIP_AHEAD = 2 * 1024 * 1024;
 
 export type EntryKind = 'file' | 'directory' | SkippedEntry['kind'];
 
