@@ -85,6 +85,12 @@ export interface S3Settings {
   readonly publicEndpoint: string | null;
   readonly region: string;
   readonly forcePathStyle: boolean;
+  /**
+   * Whether the client sends a CRC32 of every part it uploads (AERIE_S3_CHECKSUMS): only where
+   * the operation requires one (`when_required`, the default, which every S3-compatible store
+   * accepts), or wherever S3 supports one (`when_supported`, the SDK's own default).
+   */
+  readonly checksums: 'when_required' | 'when_supported';
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
 }
@@ -198,6 +204,11 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
     throw new ConfigError(
       `AERIE_S3_FORCE_PATH_STYLE must be true or false, got "${env.AERIE_S3_FORCE_PATH_STYLE}"`,
     );
+  const checksums = value('AERIE_S3_CHECKSUMS').toLowerCase() || 'when_required';
+  if (checksums !== 'when_required' && checksums !== 'when_supported')
+    throw new ConfigError(
+      `AERIE_S3_CHECKSUMS must be when_required or when_supported, got "${env.AERIE_S3_CHECKSUMS}"`,
+    );
   return {
     kind,
     partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB', 16, 5, 5120) * 1024 * 1024,
@@ -207,6 +218,7 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
       publicEndpoint: s3PublicEndpoint(value('AERIE_S3_PUBLIC_ENDPOINT')),
       region,
       forcePathStyle: rawStyle === 'true',
+      checksums,
       accessKeyId,
       secretAccessKey,
     },

@@ -33,6 +33,9 @@ export function s3Client(s3: S3Settings): S3Client {
     ...(s3.endpoint === null ? {} : { endpoint: s3.endpoint }),
     forcePathStyle: s3.forcePathStyle,
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    // The SDK's default (a CRC32 header or trailer on every part) is refused by several
+    // S3-compatible stores; a restore checks the archive's SHA-256 end to end either way.
+    requestChecksumCalculation: s3.checksums === 'when_supported' ? 'WHEN_SUPPORTED' : 'WHEN_REQUIRED',
     // A store that stops answering fails the request (which is retried) instead of holding a
     // backup or restore until the job's time limit.
     requestHandler: { connectionTimeout: 10_000, socketTimeout: 120_000 },

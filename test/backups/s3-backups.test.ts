@@ -192,6 +192,10 @@ describe('backups in an S3-compatible store', () => {
       const parts = relay.requests.filter((line) => /^PUT \S+[?&]partNumber=\d+/.test(line));
       expect(parts.length).toBe(Math.ceil(Number(row.bytes) / (5 * MIB)));
       expect(relay.requests.filter((line) => /^POST \S+[?&]uploads\b/.test(line))).toHaveLength(1);
+      // No checksum header or trailer, which several S3-compatible stores refuse (AERIE_S3_CHECKSUMS).
+      const partHeads = relay.heads.filter((head) => /^put \S+[?&]partnumber=\d+/.test(head));
+      expect(partHeads).toHaveLength(parts.length);
+      for (const head of partHeads) expect(head).not.toMatch(/^x-amz-(checksum-|sdk-checksum|trailer)/m);
 
       await fs.rm(server.volume, { recursive: true });
       await fs.mkdir(server.volume);
@@ -204,6 +208,28 @@ describe('backups in an S3-compatible store', () => {
       const gets = relay.requests.filter((line) => line.startsWith(`GET /${s3.bucket}/${server.id}/`));
       expect(gets).toHaveLength(1);
       expect(await filesUnder(app.config.backupsDir)).toEqual([]);
+    } finally {
+      await app.close();
+      await relay.close();
+    }
+  });
+
+  it('send a CRC32 of every part with AERIE_S3_CHECKSUMS=when_supported', async () => {
+    const relay = await startRelay(s3.port);
+    const app = await startTestApp({
+      env: { ...s3.env(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5', AERIE_S3_CHECKSUMS: 'when_supported' },
+    });
+    try {
+      const owner = await createUser(app);
+      const server = await createServer(app, owner);
+      const { token } = await createApiKey(app, owner);
+      await writeIncompressibleFiles(path.join(server.volume, 'data'), 2, 4 * MIB);
+      const row = await backupThroughApi(app, `/api/client/servers/${server.identifier}/backups`, token);
+      expect(row.is_successful).toBe(1);
+      const partHeads = relay.heads.filter((head) => /^put \S+[?&]partnumber=\d+/.test(head));
+      expect(partHeads).toHaveLength(2);
+      for (const head of partHeads) expect(head).toMatch(/^x-amz-(checksum-crc32|trailer): /m);
+      expect(await s3.exists(`${server.id}/${row.id}.tar.gz`)).toBe(true);
     } finally {
       await app.close();
       await relay.close();
@@ -485,6 +511,7 @@ describe('S3 configuration', () => {
         AERIE_S3_REGION: 'eu-west-3',
         AERIE_S3_FORCE_PATH_STYLE: 'true',
         AERIE_S3_PART_SIZE_MB: '8',
+        AERIE_S3_CHECKSUMS: 'When_Supported',
       }).backupStorage,
     ).toEqual({
       kind: 's3',
@@ -495,13 +522,20 @@ describe('S3 configuration', () => {
         publicEndpoint: 'https://files.example.com:8443',
         region: 'eu-west-3',
         forcePathStyle: true,
+        checksums: 'when_supported',
         accessKeyId: 'id',
         secretAccessKey: 'secret',
       },
     });
     expect(loadConfig(base).backupStorage).toMatchObject({
       partSizeBytes: 16 * MIB,
-      s3: { endpoint: null, publicEndpoint: null, region: 'us-east-1', forcePathStyle: false },
+      s3: {
+        endpoint: null,
+        publicEndpoint: null,
+        region: 'us-east-1',
+        forcePathStyle: false,
+        checksums: 'when_required',
+      },
     });
   });
 
@@ -533,6 +567,7 @@ describe('S3 configuration', () => {
     ],
     [{ ...base, AERIE_S3_FORCE_PATH_STYLE: 'yes' }, 'AERIE_S3_FORCE_PATH_STYLE must be true or false'],
     [{ ...base, AERIE_S3_REGION: 'eu west' }, 'AERIE_S3_REGION must be a region name'],
+    [{ ...base, AERIE_S3_CHECKSUMS: 'always' }, 'AERIE_S3_CHECKSUMS must be when_required or when_supported'],
     [{ ...base, AERIE_S3_PART_SIZE_MB: '4' }, 'AERIE_S3_PART_SIZE_MB must be an integer from 5 to 5120'],
   ])('refuses %o', (env, message) => {
     expect(refused(env)).toThrow(ConfigError);

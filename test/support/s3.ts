@@ -131,6 +131,8 @@ export interface Relay {
   endpoint: string;
   /** The request lines that went through (`PUT /bucket/key?partNumber=1&uploadId=… HTTP/1.1`). */
   requests: string[];
+  /** The same requests' header blocks, request line included, lower-cased. */
+  heads: string[];
   /** Settles once the relay has cut every connection. */
   cut: Promise<void>;
   close(): Promise<void>;
@@ -143,6 +145,7 @@ export interface Relay {
  */
 export async function startRelay(port: number, cutAfterBytes = Infinity): Promise<Relay> {
   const requests: string[] = [];
+  const heads: string[] = [];
   const sockets = new Set<Socket>();
   let forwarded = 0;
   let markCut: () => void = () => {};
@@ -154,14 +157,18 @@ export async function startRelay(port: number, cutAfterBytes = Infinity): Promis
       socket.on('error', () => undefined);
       socket.on('close', () => sockets.delete(socket));
     }
-    let carry = ''; // the end of the previous chunk: a request line may straddle two
+    let carry = ''; // the end of the previous chunk: a request's head may straddle two
     client.on('data', (data: Buffer) => {
       forwarded += data.length;
       const text = carry + data.toString('latin1');
-      for (const match of text.matchAll(/(?:GET|PUT|POST|DELETE|HEAD) \/\S* HTTP\/1\.1\r\n/g)) {
-        if (match.index + match[0].length > carry.length) requests.push(match[0].trimEnd());
+      for (const match of text.matchAll(
+        /(?:GET|PUT|POST|DELETE|HEAD) \/\S* HTTP\/1\.1\r\n(?:[^\r\n]+\r\n)*\r\n/g,
+      )) {
+        if (match.index + match[0].length <= carry.length) continue;
+        requests.push(match[0].slice(0, match[0].indexOf('\r\n')));
+        heads.push(match[0].toLowerCase());
       }
-      carry = text.slice(-1024);
+      carry = text.slice(-8192);
       if (forwarded > cutAfterBytes) return cutAll();
       upstream.write(data);
     });
@@ -179,6 +186,7 @@ export async function startRelay(port: number, cutAfterBytes = Infinity): Promis
   return {
     endpoint: `http://127.0.0.1:${relayPort}`,
     requests,
+    heads,
     cut,
     close: async () => {
       cutAll();
