@@ -13,6 +13,7 @@ import { ArchiveError, shownPath, skippedTotal, type ExtractReport } from '../st
 import type { BackupStorage } from '../storage/backup-storage.ts';
 import {
   discardReport,
+  emptyTrash,
   recoverRestore,
   restorePaths,
   savedReport,
@@ -74,7 +75,10 @@ export class RestoreJob implements JobHandler<Payload> {
         name: backup.name,
         ...this.completionDetails(job, recovered.report),
       });
-      return recovered.report === null ? {} : { bytes: recovered.report.bytes };
+      return {
+        ...(recovered.report === null ? {} : { bytes: recovered.report.bytes }),
+        afterwards: () => emptyTrash(this.deps.volumesDir),
+      };
     }
     const progress = this.startProgress(backup);
     let recorded = false;
@@ -113,7 +117,8 @@ export class RestoreJob implements JobHandler<Payload> {
         ...this.completionDetails(job, report),
       });
       recorded = true;
-      return { bytes: report.bytes };
+      // The replaced tree is deleted once the job is recorded: the server is released already.
+      return { bytes: report.bytes, afterwards: () => emptyTrash(this.deps.volumesDir) };
     } finally {
       if (!recorded) await progress.clear();
     }

@@ -1,6 +1,12 @@
 /** What a handler may say of a job it ran: how many bytes it wrote (a backup) or read (a restore). */
 export interface JobResult {
   bytes?: number;
+  /**
+   * Work left for after the job's outcome is recorded (deleting the tree a restore replaced), so
+   * that what the user waits for does not wait for it. The worker runs it once the job is marked
+   * succeeded and before it claims another job; a failure there is logged and changes nothing.
+   */
+  afterwards?: () => Promise<void>;
 }
 
 /**

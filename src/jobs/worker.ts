@@ -119,6 +119,10 @@ export class Worker {
   private busy = false;
   /** A wake-up came while busy: look again at once rather than after the poll interval. */
   private woken = false;
+  /** Set by stop(), cleared by start(): no job is claimed once a stop was asked for. */
+  private stopRequested = false;
+  /** What the last job left for after it ended (JobResult.afterwards); never rejects. */
+  private afterwards: Promise<void> = Promise.resolve();
   private unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {
@@ -127,6 +131,7 @@ export class Worker {
 
   start(): void {
     this.stopped = false;
+    this.stopRequested = false;
     this.unsubscribe ??= this.deps.wakeups?.subscribe(() => this.wake());
     this.schedule(0);
   }
@@ -138,6 +143,7 @@ export class Worker {
    */
   async stop(deadlineMs = Number.POSITIVE_INFINITY): Promise<{ abandoned: boolean }> {
     this.stopped = true;
+    this.stopRequested = true;
     clearTimeout(this.timer);
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
@@ -205,6 +211,10 @@ export class Worker {
 
   /** Claims and runs one job; false when none was due. */
   async runOnce(): Promise<boolean> {
+    // What the previous job left for afterwards ends before another job starts (or, should the
+    // worker be asked to stop meanwhile, before it stops).
+    await this.afterwards;
+    if (this.stopRequested) return false;
     const row = await this.deps.jobs.claim(this.owner, this.now(), this.leaseUntil(), this.deps.onlyNode);
     if (row === undefined) return false;
     await this.execute(row);
@@ -292,6 +302,12 @@ export class Worker {
         log.warn(
           ended('abandoned', bytes),
           'job finished after its lease was lost; the worker that took it over decides its outcome',
+        );
+      // Not awaited here: a worker asked to stop does not wait for it (it is left for later).
+      const afterwards = result?.afterwards;
+      if (afterwards !== undefined)
+        this.afterwards = afterwards().catch((error: unknown) =>
+          log.warn({ err: error }, 'the work a job left for after it ended failed'),
         );
     } catch (error) {
       const cause: unknown = stop.signal.aborted ? stop.signal.reason : undefined;

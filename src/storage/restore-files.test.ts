@@ -13,6 +13,7 @@ import {
   savedReport,
   stageRestore,
   swapIn,
+  emptyTrash,
   type RestorePaths,
 } from './restore-files.ts';
 
@@ -88,6 +89,7 @@ describe('restorePaths', () => {
       volume: `/srv/volumes/${UUID}`,
       staging: `/srv/volumes/.restore-${UUID}-42.staging`,
       retired: `/srv/volumes/.restore-${UUID}-42.old`,
+      trash: `/srv/volumes/.trash/.restore-${UUID}-42.old`,
       report: `/srv/volumes/.restore-${UUID}-42.report.json`,
     });
   });
@@ -215,7 +217,7 @@ describe('stageRestore', () => {
 });
 
 describe('swapIn', () => {
-  it('puts the staged tree in place and deletes the old one without following its symlinks', async () => {
+  it('puts the staged tree in place and moves the old one to the trash, which emptyTrash deletes without following its symlinks', async () => {
     const { paths, outside, backup } = setup();
     write(path.join(paths.volume, 'old.txt'), 'old');
     fs.symlinkSync(outside, path.join(paths.volume, 'outside-link'));
@@ -227,7 +229,20 @@ describe('swapIn', () => {
     expect(snapshot(paths.volume)).toEqual({ 'new.txt': 'file new' });
     expect(exists(paths.staging)).toBe(false);
     expect(exists(paths.retired)).toBe(false);
+    expect(snapshot(paths.trash)).toMatchObject({ 'old.txt': 'file old' });
+    // A tree some other restore left in the trash (its worker died) goes too.
+    write(path.join(path.dirname(paths.trash), 'left-by-a-crash', 'a/b.txt'), 'b');
+
+    await emptyTrash(path.dirname(paths.volume));
+
+    expect(fs.readdirSync(path.dirname(paths.trash))).toEqual([]);
     expect(snapshot(outside)).toEqual({ 'sentinel.txt': 'file outside' });
+    expect(snapshot(paths.volume)).toEqual({ 'new.txt': 'file new' });
+  });
+
+  it('leaves emptyTrash nothing to do when no restore ever swapped', async () => {
+    const { paths } = setup();
+    await expect(emptyTrash(path.dirname(paths.volume))).resolves.toBeUndefined();
   });
 });
 
@@ -245,8 +260,10 @@ describe('read-only directories', () => {
       'readonly/inner/data.txt': 'file data',
     });
     await swapIn(paths);
+    await emptyTrash(path.dirname(paths.volume));
 
     expect(exists(paths.retired)).toBe(false);
+    expect(exists(paths.trash)).toBe(false);
     expect(fs.readFileSync(path.join(paths.volume, 'readonly/inner/data.txt'), 'utf8')).toBe('data');
     for (const dir of ['readonly', 'readonly/inner']) fs.chmodSync(path.join(paths.volume, dir), 0o755); // for cleanup
   });

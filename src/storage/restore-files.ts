@@ -19,7 +19,7 @@ import {
   constants as fsc,
   type Stats,
 } from 'node:fs';
-import { chmod, lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
@@ -32,6 +32,8 @@ export interface RestorePaths {
   volume: string;
   staging: string;
   retired: string;
+  /** Where swapIn moves the replaced tree, to be deleted after the outcome is recorded (emptyTrash). */
+  trash: string;
   /** The extraction's report, saved once staging is complete and kept until the outcome is recorded. */
   report: string;
 }
@@ -72,8 +74,17 @@ export function restorePaths(
     volume: path.join(volumesDir, serverUuid),
     staging: `${prefix}.staging`,
     retired: `${prefix}.old`,
+    trash: path.join(trashOf(volumesDir), `${path.basename(prefix)}.old`),
     report: `${prefix}.report.json`,
   };
+}
+
+/**
+ * The trash of a volumes directory: trees that restores replaced, waiting to be deleted. Nothing in
+ * it is ever read again; whoever empties it deletes all of it, whichever restore left it there.
+ */
+function trashOf(volumesDir: string): string {
+  return path.join(volumesDir, '.trash');
 }
 
 /**
@@ -140,12 +151,40 @@ export async function discardReport(paths: RestorePaths): Promise<void> {
   await rm(paths.report, { force: true });
 }
 
-/** Replaces the live volume with the staged one: two atomic renames, then the old tree is deleted. */
+/**
+ * Replaces the live volume with the staged one: two atomic renames. A third moves the old tree
+ * into the trash, where emptyTrash deletes it once the outcome is recorded: deleting a whole volume
+ * takes seconds (as long as extracting it, on the bench tree), and the server need not wait for it.
+ */
 export async function swapIn(paths: RestorePaths): Promise<void> {
   await rename(paths.volume, paths.retired);
   await rename(paths.staging, paths.volume);
+  await mkdir(path.dirname(paths.trash), { recursive: true, mode: 0o700 });
+  await removeTree(paths.trash); // (nothing: each attempt's name is its own)
+  await rename(paths.retired, paths.trash);
   await syncDirectory(path.dirname(paths.volume));
-  await removeTree(paths.retired);
+}
+
+/**
+ * Deletes everything in the trash of `volumesDir`: the tree the last restore replaced, and any a
+ * worker that died before deleting its own left behind. Entries another worker deletes at the
+ * same time are no error; the first other failure is thrown once every entry has been tried.
+ */
+export async function emptyTrash(volumesDir: string): Promise<void> {
+  const trash = trashOf(volumesDir);
+  const names = await readdir(trash).catch((err: unknown) => {
+    if (isGone(err)) return [];
+    throw err;
+  });
+  let failure: Error | null = null;
+  for (const name of names) {
+    try {
+      await removeTree(path.join(trash, name));
+    } catch (err) {
+      if (!isGone(err)) failure ??= err instanceof Error ? err : new Error(String(err));
+    }
+  }
+  if (failure !== null) throw failure;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restorePaths, stageRestore } from '../../src/storage/restore-files.ts';
@@ -234,6 +234,21 @@ describe('a worker that died between the two renames of the swap', () => {
       'server:backup.restore-complete',
     ]);
     expect(done.events[1]?.properties).toEqual(SMALL_COMPLETE);
+  });
+
+  it('deletes a replaced tree that a worker which died after recording its restore left in the trash', async () => {
+    const { server, batch, paths } = await queuedRestore(small.archive, true);
+    // What a worker that died between recording a restore and deleting the tree it replaced leaves.
+    await mkdir(path.dirname(paths.trash), { recursive: true });
+    await writeTree(path.join(path.dirname(paths.trash), '.restore-other-1.old'), LIVE);
+
+    expect(await drainJobs(app)).toBe(1);
+    const done = await outcome(server.id, batch);
+    expect(done.job).toMatchObject({ state: 'succeeded' });
+    expect(done.status).toBe(null);
+    // The old tree of this restore went to the trash, and the trash was emptied after the record.
+    expect(done.leftovers).toEqual([]);
+    expect(await contents(server.volume)).toEqual(await smallRestored());
   });
 
   it('is recorded, not extracted again, when the swap had finished but its completion was not recorded', async () => {

@@ -408,6 +408,57 @@ describe('Worker', () => {
     expect(await row(id)).toMatchObject({ state: 'succeeded' });
   });
 
+  it('runs what a job leaves for afterwards once it is recorded succeeded, before it claims another', async () => {
+    const seen: string[] = [];
+    let release: () => void = () => {};
+    const handler: JobHandler<unknown> = {
+      run: (job) =>
+        Promise.resolve({
+          afterwards: async () => {
+            seen.push(`job ${job.id} afterwards: ${(await row(job.id)).state}`);
+            await new Promise<void>((resolve) => (release = resolve));
+            seen.push(`job ${job.id} afterwards done`);
+          },
+        }),
+      fail: () => Promise.resolve(),
+    };
+    const first = await enqueueKind();
+    const second = await enqueueKind();
+    const worker = workerWith(handler, () => new Date(T0));
+    expect(await worker.runOnce()).toBe(true);
+    expect((await row(first)).state).toBe('succeeded');
+    // The next claim waits for the first job's afterwards.
+    const next = worker.runOnce();
+    await expect.poll(() => seen.length).toBe(1);
+    expect((await row(second)).state).toBe('queued');
+    release();
+    expect(await next).toBe(true);
+    await expect.poll(() => seen.length).toBe(3);
+    expect(seen).toEqual([
+      `job ${first} afterwards: succeeded`,
+      `job ${first} afterwards done`,
+      `job ${second} afterwards: succeeded`,
+    ]);
+    release();
+    expect(await worker.runOnce()).toBe(false);
+    expect(seen.at(-1)).toBe(`job ${second} afterwards done`);
+  });
+
+  it('keeps a job succeeded, and goes on, when what it left for afterwards fails', async () => {
+    const handler: JobHandler<unknown> = {
+      run: () => Promise.resolve({ afterwards: () => Promise.reject(new Error('disk gone')) }),
+      fail: () => Promise.resolve(),
+    };
+    const first = await enqueueKind();
+    const second = await enqueueKind();
+    const worker = workerWith(handler, () => new Date(T0));
+    expect(await worker.runOnce()).toBe(true);
+    expect(await worker.runOnce()).toBe(true);
+    expect(await worker.runOnce()).toBe(false);
+    expect((await row(first)).state).toBe('succeeded');
+    expect((await row(second)).state).toBe('succeeded');
+  });
+
   it('finishes a job that succeeds, once', async () => {
     const { handler, runs } = recordingHandler(async () => {});
     const id = await enqueueKind();

@@ -273,9 +273,13 @@ export async function activityOfServer(
   return entries;
 }
 
-/** Names in the volumes directory left by a restore (staging or retired trees). */
+/** Names in the volumes directory left by a restore (staging or retired trees, trees in the trash). */
 export async function restoreLeftovers(app: TestApp): Promise<string[]> {
-  return (await readdir(app.config.volumesDir)).filter((name) => name.startsWith('.restore-'));
+  const inTrash = await readdir(path.join(app.config.volumesDir, '.trash')).catch(() => []);
+  return [
+    ...(await readdir(app.config.volumesDir)).filter((name) => name.startsWith('.restore-')),
+    ...inTrash.map((name) => `.trash/${name}`),
+  ];
 }
 
 /**
