@@ -69,6 +69,9 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
     await createUser(panel.server.app, { username: 'lin', password: PASSWORD });
     const { context, page, problems } = await panel.open();
     await logIn(page, 'lin', PASSWORD, '/servers');
+    // The page's own requests first: one still in flight when the session ends would meet the
+    // end itself, and send the browser to the login page with `next` set to /servers.
+    await page.waitForLoadState('networkidle');
     await panel.server.app.db.kysely.deleteFrom('sessions').execute();
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.waitForURL('**/login?next=%2Faccount%2Fapi-keys&expired=1');
