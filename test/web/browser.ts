@@ -156,7 +156,9 @@ export async function openPage(
     reducedMotion: 'reduce',
     ...options,
   });
-  context.setDefaultTimeout(10_000);
+  // Under the whole suite on two cores, one step (a password hash, a page's first render) has
+  // taken over 10 s on PostgreSQL; a test still fails within its own 30 s.
+  context.setDefaultTimeout(20_000);
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('console', (message) => {
