@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { inflateRawSync } from 'node:zlib';
 import { list, type ReadEntry } from 'tar';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -252,6 +253,64 @@ describe('createArchive', () => {
     await expect(createArchive(path.join(root, 'no-volume'), path.join(root, 'c.tar.gz'))).rejects.toThrow();
     expect(fs.readdirSync(root).sort()).toEqual(['blocked.tar.gz', 'volume']);
     expect(openDescriptors()).toBe(descriptors);
+  });
+});
+
+describe('createArchive to a sink of another kind (an upload)', () => {
+  /** A volume of a few MiB, mixed text and noise, that makes many members at 16 KiB blocks. */
+  function mixedVolume(): string {
+    const { volume } = workspace();
+    for (let n = 0; n < 6; n += 1) {
+      write(path.join(volume, `logs/${n}.log`), `[${n}] a player joined\n`.repeat(20_000));
+      write(path.join(volume, `world/region-${n}.bin`), randomBytes(300_000));
+    }
+    return volume;
+  }
+
+  /** A sink whose stream buffers everything until the archive is done, as an upload's body does. */
+  function bufferingSink() {
+    const stream = new PassThrough({ highWaterMark: 64 * 1024 * 1024 });
+    return { stream, keepsChunks: true, finish: async () => {}, discard: async () => {} };
+  }
+
+  it('gives a stream that keeps its chunks copies: what it holds at the end is the archive', async () => {
+    const volume = mixedVolume();
+    const sink = bufferingSink();
+
+    const summary = await createArchive(volume, sink, undefined, undefined, { blockBytes: 16 * 1024 });
+
+    const chunks: Buffer[] = [];
+    for await (const chunk of sink.stream) chunks.push(chunk as Buffer);
+    const archive = Buffer.concat(chunks);
+    expect(gzipMembers(archive)).toBeGreaterThan(100);
+    expect(archive.length).toBe(summary.archiveBytes);
+    expect(createHash('sha256').update(archive).digest('hex')).toBe(summary.sha256);
+    const extracted = path.join(workspace().root, 'extracted');
+    fs.mkdirSync(extracted);
+    execFileSync('tar', ['-xzf', '-', '-C', extracted], { input: archive, maxBuffer: 64 * 1024 * 1024 });
+    expect(describeTree(extracted)).toEqual(describeTree(volume));
+  });
+
+  it('fails, and does not wait for ever, when the stream is destroyed with a write pending', async () => {
+    const volume = mixedVolume();
+    // Buffers one chunk and holds the next write's callback, as a stalled upload does; then fails.
+    const stream = new PassThrough({ highWaterMark: 1 });
+    let discarded = false;
+    const sink = {
+      stream,
+      keepsChunks: true,
+      finish: async () => {},
+      discard: () => {
+        discarded = true;
+        return Promise.resolve();
+      },
+    };
+    setTimeout(() => stream.destroy(new Error('the upload failed')), 200);
+
+    await expect(
+      createArchive(volume, sink, undefined, undefined, { blockBytes: 16 * 1024 }),
+    ).rejects.toThrow('the upload failed');
+    expect(discarded).toBe(true);
   });
 });
 

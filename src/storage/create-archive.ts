@@ -14,8 +14,8 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream, constants as fsc, type Dirent, type Stats } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { Readable, Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Writable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import { Header, Pax } from 'tar';
 import { PROGRESS_INTERVAL_MS, type Progress } from './archive.types.ts';
 import { parallelGzip, type ParallelGzipOptions } from './parallel-gzip.ts';
@@ -24,6 +24,8 @@ import { isGone, VolumeDir } from './volume-dir.ts';
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 const READ_CHUNK = 64 * 1024;
 const BLOCK = 512;
+/** Zeros: the padding after a file's content, and the end-of-archive marker. */
+const ZERO_BLOCK = Buffer.alloc(2 * BLOCK);
 
 export interface ArchiveSummary {
   files: number;
@@ -37,7 +39,13 @@ export interface ArchiveSummary {
  * are written; `discard` removes whatever was written when the archive fails.
  */
 export interface ArchiveSink {
+  /**
+   * Each chunk's memory is reused once its write callback has run, unless `keepsChunks` says the
+   * stream may still read a chunk after that (it buffers it for a reader of its own).
+   */
   stream: Writable;
+  /** The stream holds on to chunks past their write callback: it is given copies. */
+  keepsChunks?: boolean;
   finish(): Promise<void>;
   discard(): Promise<void>;
 }
@@ -60,37 +68,59 @@ export async function createArchive(
   /** The least time between two progress reports. */
   progressIntervalMs = PROGRESS_INTERVAL_MS,
 ): Promise<ArchiveSummary> {
-  const digest = new DigestTap();
-  const totals = new Totals(onProgress, exclude, digest, progressIntervalMs);
+  const written = new WrittenTally();
+  const walk = new Walk(onProgress, exclude, written, progressIntervalMs);
   const root = await VolumeDir.open(volume);
-  const blocks = tarStream(root, totals);
+  const blocks = tarStream(root, walk);
   const sink = typeof output === 'string' ? fileSink(output) : output;
   const gzip = parallelGzip(compression);
+  // Settles when the sink's stream has taken everything or failed (a reader of its own, such as an
+  // upload, is the sink's to wait for); its errors reach the writes below.
+  const streamEnded = finished(sink.stream, { readable: false });
+  streamEnded.catch(() => {});
   try {
+    // The tar generator feeds the compressor directly (it copies each chunk before asking for the
+    // next, so the walk reads every file through one buffer), and each member is hashed, written
+    // and handed back before the next is asked for.
     await pipeline(
-      Readable.from(blocks, { objectMode: false }),
+      blocks,
       gzip,
-      digest,
-      sink.stream,
+      async (members: AsyncIterable<Buffer>) => {
+        for await (const member of members) {
+          signal?.throwIfAborted();
+          written.add(member);
+          await write(sink.stream, sink.keepsChunks === true ? Buffer.from(member) : member);
+          gzip.release(member);
+        }
+        sink.stream.end();
+        await streamEnded;
+      },
       ...(signal ? [{ signal }] : []),
     );
-    totals.report(true); // every byte is written: what is left is the sink's to finish (an upload's end)
+    walk.report(true); // every byte is written: what is left is the sink's to finish (an upload's end)
     await sink.finish();
   } catch (err) {
     await blocks.return(undefined); // closes whatever directories and file the walk still holds
     await gzip.threadsEnded();
+    sink.stream.destroy(); // no more writes: a file is closed, an upload ends unfinished
     await sink.discard();
     throw err;
   } finally {
     await root.close();
   }
-  totals.report(true);
-  return { files: totals.files, bytes: totals.bytes, sha256: digest.hex(), archiveBytes: digest.length };
+  walk.report(true);
+  return { files: walk.files, bytes: walk.bytes, sha256: written.hex(), archiveBytes: written.length };
 }
 
-class Totals {
+/** The walk's state: what it has archived so far, what it leaves out, where it reads. */
+class Walk {
   files = 0;
   bytes = 0;
+  /**
+   * Where file content is read: one buffer for the whole walk, since the compressor copies each
+   * chunk before it asks for the next (a buffer per read would be garbage the collector frees late).
+   */
+  readonly readBuffer = Buffer.allocUnsafe(READ_CHUNK);
   private last = Date.now();
 
   constructor(
@@ -109,19 +139,14 @@ class Totals {
   }
 }
 
-/** Passes the compressed bytes through, hashing and counting them. */
-class DigestTap extends Transform {
+/** The compressed bytes written so far: their count and SHA-256. */
+class WrittenTally {
   length = 0;
   private readonly hash = createHash('sha256');
 
-  override _transform(
-    chunk: Buffer,
-    _encoding: BufferEncoding,
-    done: (err?: Error | null, data?: Buffer) => void,
-  ): void {
+  add(chunk: Buffer): void {
     this.hash.update(chunk);
     this.length += chunk.length;
-    done(null, chunk);
   }
 
   hex(): string {
@@ -129,19 +154,37 @@ class DigestTap extends Transform {
   }
 }
 
-async function* tarStream(root: VolumeDir, totals: Totals): AsyncGenerator<Buffer> {
-  yield* directoryBlocks(root, '', totals);
-  yield Buffer.alloc(2 * BLOCK); // end-of-archive marker
+/**
+ * Writes `chunk`, resolving once the stream has run its write callback. Rejects with the error
+ * the stream failed with (an upload's, say) if it fails or is destroyed meanwhile: a destroyed
+ * stream may never call back.
+ */
+function write(stream: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error?: Error | null) =>
+      reject(stream.errored ?? error ?? new Error('the archive stream closed early'));
+    stream.once('close', failed);
+    stream.write(chunk, (error) => {
+      stream.off('close', failed);
+      if (error) failed(error);
+      else resolve();
+    });
+  });
 }
 
-async function* directoryBlocks(dir: VolumeDir, prefix: string, totals: Totals): AsyncGenerator<Buffer> {
+async function* tarStream(root: VolumeDir, walk: Walk): AsyncGenerator<Buffer> {
+  yield* directoryBlocks(root, '', walk);
+  yield ZERO_BLOCK; // end-of-archive marker
+}
+
+async function* directoryBlocks(dir: VolumeDir, prefix: string, walk: Walk): AsyncGenerator<Buffer> {
   for await (const entry of dir.entries()) {
     const rel = prefix + entry.name;
-    if (totals.exclude(rel, entry.isDirectory())) continue;
+    if (walk.exclude(rel, entry.isDirectory())) continue;
     if (entry.isDirectory()) {
-      yield* subdirectoryBlocks(dir, entry.name, rel, totals);
+      yield* subdirectoryBlocks(dir, entry.name, rel, walk);
     } else if (entry.isFile() || isUnknownType(entry)) {
-      yield* fileBlocks(dir, entry.name, rel, totals);
+      yield* fileBlocks(dir, entry.name, rel, walk);
     }
     // Symlinks, sockets, FIFOs and devices are left out.
   }
@@ -151,37 +194,32 @@ async function* subdirectoryBlocks(
   parent: VolumeDir,
   name: string,
   rel: string,
-  totals: Totals,
+  walk: Walk,
 ): AsyncGenerator<Buffer> {
   const dir = await parent.subdirectory(name);
   if (dir === null) return;
   try {
     yield headerBlocks(`${rel}/`, 'Directory', await dir.stat(), 0);
-    yield* directoryBlocks(dir, `${rel}/`, totals);
+    yield* directoryBlocks(dir, `${rel}/`, walk);
   } finally {
     await dir.close();
   }
 }
 
-async function* fileBlocks(
-  parent: VolumeDir,
-  name: string,
-  rel: string,
-  totals: Totals,
-): AsyncGenerator<Buffer> {
+async function* fileBlocks(parent: VolumeDir, name: string, rel: string, walk: Walk): AsyncGenerator<Buffer> {
   const handle = await openFile(parent.child(name));
   if (handle === null) return;
   try {
     const stats = await handle.stat();
     if (stats.isDirectory()) {
-      yield* subdirectoryBlocks(parent, name, rel, totals); // the listing did not give the type
+      yield* subdirectoryBlocks(parent, name, rel, walk); // the listing did not give the type
       return;
     }
     if (!stats.isFile()) return;
     yield headerBlocks(rel, 'File', stats, stats.size);
-    yield* contentBlocks(handle, stats.size, totals);
-    totals.files += 1;
-    totals.report();
+    yield* contentBlocks(handle, stats.size, walk);
+    walk.files += 1;
+    walk.report();
   } finally {
     await handle.close();
   }
@@ -191,19 +229,19 @@ async function* fileBlocks(
  * Exactly `size` bytes of content plus padding to a whole block. A file that shrinks while we
  * read it is padded with zeros and one that grows is cut at `size`, so the archive stays valid.
  */
-async function* contentBlocks(handle: FileHandle, size: number, totals: Totals): AsyncGenerator<Buffer> {
+async function* contentBlocks(handle: FileHandle, size: number, walk: Walk): AsyncGenerator<Buffer> {
   let position = 0;
   while (position < size) {
-    const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK, size - position));
+    const buffer = walk.readBuffer.subarray(0, Math.min(READ_CHUNK, size - position));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
     const chunk = bytesRead === 0 ? buffer.fill(0) : buffer.subarray(0, bytesRead);
     position += chunk.length;
-    totals.bytes += chunk.length;
-    totals.report();
+    walk.bytes += chunk.length;
+    walk.report();
     yield chunk;
   }
   const padding = (BLOCK - (size % BLOCK)) % BLOCK;
-  if (padding > 0) yield Buffer.alloc(padding);
+  if (padding > 0) yield ZERO_BLOCK.subarray(0, padding);
 }
 
 async function openFile(target: string): Promise<FileHandle | null> {

@@ -1,13 +1,17 @@
 /**
  * Thread entry for `parallelGzip`: compresses each block it is sent into one gzip member (stored
- * as it is when it looks incompressible: compressibility.ts), at background priority, and sends the member back with the block's buffer (both transferred, so
- * nothing is copied across the boundary). A `close` message lets the thread end.
+ * as it is when it looks incompressible: compressibility.ts), at background priority. The member
+ * is written over the block in the block's own buffer, which goes back to the caller (transferred,
+ * so nothing is copied across the boundary, and the caller fills it again). zlib's own output is
+ * then this thread's only garbage, collected before the next block: the thread's memory stays at
+ * about one block's worth, however long the archive. A `close` message lets the thread end.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
+import { collectYoungGarbage } from '../shared/collect-garbage.ts';
 import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import { looksIncompressible } from './compressibility.ts';
-import type { GzipBlock, GzipMember } from './parallel-gzip.ts';
+import { gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('gzip-member.thread runs in a worker thread');
@@ -19,24 +23,22 @@ port.on('message', (message: GzipBlock | 'close') => {
     port.close();
     return;
   }
-  const input = new Uint8Array(message.input, 0, message.length);
-  // One output chunk big enough for any member of the block, so the member is that chunk's own
-  // memory and moves to the caller whole: nothing is copied, and nothing is left here for the
-  // garbage collector to find later (zlib's usual 16 KiB chunks would each be).
-  const compressed = gzipSync(input, {
-    level: looksIncompressible(input) ? 0 : level,
-    chunkSize: memberBound(message.length),
-  });
-  const reply: GzipMember = {
-    input: message.input,
-    member: compressed.buffer,
-    offset: compressed.byteOffset,
-    length: compressed.length,
-  };
-  port.postMessage(reply, [message.input, reply.member]);
+  port.postMessage(compress(message), [message.buffer]);
+  // zlib's output and the block's bookkeeping, now unreachable (compress has returned).
+  collectYoungGarbage();
 });
 
-/** The most a gzip member of `bytes` bytes can take: deflate's worst case, the header and trailer. */
-function memberBound(bytes: number): number {
-  return Math.max(64 * 1024, bytes + (bytes >> 12) + (bytes >> 14) + 1024);
+/** Compresses the block and writes its member over it, in the block's own buffer. */
+function compress(block: GzipBlock): GzipMember {
+  const input = new Uint8Array(block.buffer, 0, block.length);
+  // One output chunk big enough for any member of the block: zlib allocates it once, and the
+  // member is copied out of it whole.
+  const compressed = gzipSync(input, {
+    level: looksIncompressible(input) ? 0 : level,
+    chunkSize: gzipMemberBound(block.length),
+  });
+  if (compressed.length > block.buffer.byteLength)
+    throw new Error(`a gzip member of ${compressed.length} bytes does not fit its block's buffer`);
+  new Uint8Array(block.buffer).set(compressed);
+  return { buffer: block.buffer, length: compressed.length };
 }

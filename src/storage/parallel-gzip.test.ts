@@ -134,6 +134,34 @@ describe('parallelGzip', () => {
     },
   );
 
+  it('fills released members again: a whole stream goes through a handful of buffers', async () => {
+    const data = mixedData(400_000);
+    const gzip = parallelGzip({ blockBytes: 8 * 1024, concurrency: 2 });
+    const copies: Buffer[] = [];
+    for await (const member of gzip(chunksOf(data, 3000))) {
+      copies.push(Buffer.from(member)); // what a writer would write, before it releases
+      gzip.release(member);
+    }
+
+    expect(copies.length).toBe(49);
+    expect(gunzipSync(Buffer.concat(copies)).equals(data)).toBe(true);
+    // Two blocks in flight per thread, one being filled, one with the consumer.
+    expect(gzip.buffersAllocated()).toBeLessThanOrEqual(6);
+  });
+
+  it('leaves members that are not released alone, and ignores buffers not its own', async () => {
+    const data = mixedData(100_000);
+    const gzip = parallelGzip({ blockBytes: 8 * 1024, concurrency: 2 });
+    const members: Buffer[] = [];
+    for await (const member of gzip(chunksOf(data, 3000))) {
+      members.push(member);
+      gzip.release(Buffer.from(member)); // a copy: its memory is not the stage's to reuse
+    }
+
+    expect(gzip.buffersAllocated()).toBe(members.length);
+    expect(gunzipSync(Buffer.concat(members)).equals(data)).toBe(true);
+  });
+
   it('refuses a block size or a concurrency below 1', () => {
     expect(() => parallelGzip({ blockBytes: 0 })).toThrow(/block size/);
     expect(() => parallelGzip({ concurrency: 0 })).toThrow(/concurrency/);

@@ -11,11 +11,15 @@
  * (thread-priority.ts): the blocks are compressed at once on every core, while the thread that
  * answers HTTP is still scheduled first. The calling thread only copies bytes and keeps the
  * order. Memory is bounded: at most two blocks per thread are handed out, one more is being
- * filled, and no input is read while the oldest block's output waits for the consumer.
+ * filled, and no input is read while the oldest block's output waits for the consumer. A block's
+ * buffer carries its input to a thread and its member back, and is filled again once the
+ * consumer releases the member: a whole archive is made with a handful of buffers, and nothing
+ * is left for the garbage collector to find late (its memory would stay with the process).
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { startThread, threadEntry } from '../shared/thread.ts';
+import { gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
 
 export const GZIP_BLOCK_BYTES = 1024 * 1024;
 
@@ -24,8 +28,7 @@ export const GZIP_CONCURRENCY = Math.max(1, availableParallelism());
 
 /**
  * A compression thread's JavaScript heap: it holds a block reference and a reply at a time (the
- * bytes themselves live outside the heap), so a small young generation keeps its memory small
- * and frees zlib's output buffers soon.
+ * bytes themselves live outside the heap, and zlib's output is collected after each block).
  */
 const COMPRESSION_THREAD_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 };
 
@@ -41,28 +44,24 @@ export interface ParallelGzipOptions {
   level?: number;
 }
 
-/** A block sent to a compression thread: `length` bytes of `input`. */
-export interface GzipBlock {
-  input: ArrayBuffer;
-  length: number;
-}
-
 /**
- * A compression thread's answer: the gzip member (`length` bytes of `member` from `offset`), and
- * the block's buffer back for reuse.
+ * The pipeline stage; when its threads have all ended (at once if it never started); and
+ * `release`, which hands a member's memory back once the consumer is done with it.
  */
-export interface GzipMember {
-  input: ArrayBuffer;
-  member: ArrayBuffer;
-  offset: number;
-  length: number;
-}
-
-/** The pipeline stage, and when its threads have all ended (at once if it never started). */
 export type ParallelGzip = ((
   source: AsyncIterable<Buffer> | Iterable<Buffer>,
   pipelineOptions?: { signal?: AbortSignal },
-) => AsyncGenerator<Buffer>) & { threadsEnded(): Promise<unknown> };
+) => AsyncGenerator<Buffer>) & {
+  threadsEnded(): Promise<unknown>;
+  /**
+   * Says that `member`, yielded by this stage, has been written (or copied) and is no longer
+   * needed: its buffer is filled with a later block instead of a new one being allocated. A
+   * consumer that never releases gets a new buffer per block, left to the garbage collector.
+   */
+  release(member: Buffer): void;
+  /** How many block buffers the stage has allocated so far. */
+  buffersAllocated(): number;
+};
 
 /**
  * A pipeline stage: takes uncompressed chunks, yields the gzip members in order. Aborting the
@@ -77,6 +76,22 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
   if (!Number.isSafeInteger(concurrency) || concurrency < 1)
     throw new Error(`invalid concurrency ${concurrency}`);
 
+  // Each block's buffer holds its input, then its member, and is filled again once released.
+  const bufferBytes = gzipMemberBound(blockBytes);
+  const ours = new WeakSet<ArrayBuffer>();
+  const spare: ArrayBuffer[] = [];
+  const release = (member: Buffer): void => {
+    const buffer = member.buffer as ArrayBuffer;
+    if (ours.has(buffer) && !spare.includes(buffer)) spare.push(buffer);
+  };
+  let allocated = 0;
+  const nextBuffer = (): ArrayBuffer => {
+    const reused = spare.pop();
+    if (reused !== undefined) return reused;
+    allocated += 1;
+    return new ArrayBuffer(bufferBytes);
+  };
+
   let threadsEnded: Promise<unknown> = Promise.resolve();
   async function* compressMembers(
     source: AsyncIterable<Buffer> | Iterable<Buffer>,
@@ -88,27 +103,25 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
     // threads then.
     const closeAll = () => Promise.all(threads.map((thread) => thread.close()));
     pipelineOptions?.signal?.addEventListener('abort', () => void closeAll(), { once: true });
-    // Each block's buffer comes back with its member and is filled again: no 1 MiB allocation
-    // per block.
-    const spare: ArrayBuffer[] = [];
     const inFlight: Promise<GzipMember>[] = [];
     let next = 0;
-    const start = (input: ArrayBuffer, length: number): void => {
+    const start = (buffer: ArrayBuffer, length: number): void => {
       const thread = threads[next % threads.length]!;
       next += 1;
-      const member = thread.compress({ input, length });
+      const member = thread.compress({ buffer, length });
       member.catch(() => {}); // awaited in order below; not an unhandled rejection meanwhile
       inFlight.push(member);
     };
     const oldest = async (): Promise<Buffer> => {
-      const { input, member, offset, length } = await inFlight.shift()!;
-      spare.push(input);
-      return Buffer.from(member, offset, length);
+      const { buffer, length } = await inFlight.shift()!;
+      ours.add(buffer); // the transferred buffer arrives as a new object
+      return Buffer.from(buffer, 0, length);
     };
     try {
-      let block = new ArrayBuffer(blockBytes);
+      let block = nextBuffer();
       let view = Buffer.from(block);
       let filled = 0;
+      // Each chunk is copied before the next is asked for: a source may reuse its chunks' memory.
       for await (const chunk of source) {
         for (let offset = 0; offset < chunk.length;) {
           const taken = chunk.copy(
@@ -122,7 +135,7 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
           if (filled < blockBytes) continue;
           if (inFlight.length >= concurrency * BLOCKS_PER_THREAD) yield await oldest();
           start(block, filled);
-          block = spare.pop() ?? new ArrayBuffer(blockBytes);
+          block = nextBuffer();
           view = Buffer.from(block);
           filled = 0;
         }
@@ -134,7 +147,11 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
       await closeAll();
     }
   }
-  return Object.assign(compressMembers, { threadsEnded: () => threadsEnded });
+  return Object.assign(compressMembers, {
+    threadsEnded: () => threadsEnded,
+    release,
+    buffersAllocated: () => allocated,
+  });
 }
 
 /** One compression thread, answering its blocks in the order they were sent. */
@@ -165,7 +182,7 @@ class CompressionThread {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
-      this.worker.postMessage(block, [block.input]);
+      this.worker.postMessage(block, [block.buffer]);
     });
   }
 

@@ -100,6 +100,7 @@ export function s3UploadSink(target: S3UploadTarget): ArchiveSink {
   done.catch((error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))));
   return {
     stream,
+    keepsChunks: true, // the upload reads them from the stream's buffer later
     finish: async () => {
       try {
         await done;
