@@ -1,5 +1,6 @@
 /** Thread entry for `archiveVolume`: walks, filters and compresses a volume off the main thread. */
 import { workerData } from 'node:worker_threads';
+import { collectGarbage } from '../shared/collect-garbage.ts';
 import { runThreadWork } from '../shared/thread.ts';
 import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import type { Progress } from '../storage/archive.types.ts';
@@ -15,11 +16,14 @@ runThreadWork<Awaited<ReturnType<typeof createArchive>>, Progress>(async (signal
   // client is loaded only then (about 80 ms of CPU and 20 MB that a local backup does without).
   let last: Progress = { files: 0, bytes: 0 };
   const report = input.reportProgress ? (progress: Progress) => post((last = progress)) : undefined;
+  // A part's buffers live through several young collections while it uploads, and V8 would free
+  // them only 64 MB later: once a part is stored, this thread's whole heap (a few MB) is collected.
   const sink: string | ArchiveSink =
     output.kind === 'file'
       ? output.path
-      : finishing((await import('../storage/s3-object.ts')).s3UploadSink(output.upload), () =>
-          report?.({ ...last, phase: 'uploading' }),
+      : finishing(
+          (await import('../storage/s3-object.ts')).s3UploadSink(output.upload, () => collectGarbage('all')),
+          () => report?.({ ...last, phase: 'uploading' }),
         );
   try {
     return await createArchive(

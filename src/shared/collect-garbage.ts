@@ -1,25 +1,29 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-type Collector = (options: { type: 'minor' | 'major' }) => void;
+/** V8's `gc`: with `{ type: 'minor' }` the young generation, without options the whole heap. */
+type Collector = (options?: { type: 'minor' }) => void;
 
 let collector: Collector | null | undefined;
 
 /**
- * Runs a young-generation collection now, in the calling thread. For a thread whose only
- * garbage is a large buffer per unit of work (zlib's output in a compression thread): V8 frees
- * an ArrayBuffer's memory only when it collects, and left to itself it lets about 32 MB of them
- * build up per thread before a young collection, memory the C allocator then keeps. Collecting
- * after each unit costs well under a millisecond on a thread whose heap is a few MB, and keeps
- * its memory at one unit's worth.
+ * Runs a collection now, in the calling thread: of the young generation alone (`young`, well
+ * under a millisecond on a heap of a few MB) or of the whole heap (`all`, a few milliseconds).
+ *
+ * For threads whose garbage is large buffers: V8 frees an ArrayBuffer's memory only when it
+ * collects. Left to itself it lets about 32 MB of new buffers build up in a thread before a young
+ * collection, and frees a buffer that lived through two of them (an upload's part, say) only
+ * after 64 MB more, memory the C allocator then keeps. A compression thread collects its young
+ * generation after each block; an uploading thread collects all of it after each part.
  *
  * V8 offers the collector to scripts only behind `--expose-gc`; the flag is set once, and the
  * function is taken from a fresh context, where V8 installs it. Where that is not possible the
  * call does nothing: memory is then as V8 leaves it, and nothing else changes.
  */
-export function collectYoungGarbage(): void {
+export function collectGarbage(generation: 'young' | 'all' = 'young'): void {
   collector ??= exposeCollector();
-  collector?.({ type: 'minor' });
+  if (generation === 'young') collector?.({ type: 'minor' });
+  else collector?.();
 }
 
 function exposeCollector(): Collector | null {

@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
-import { collectYoungGarbage } from '../shared/collect-garbage.ts';
+import { collectGarbage } from '../shared/collect-garbage.ts';
 import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import { looksIncompressible } from './compressibility.ts';
 import { gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
@@ -25,7 +25,7 @@ port.on('message', (message: GzipBlock | 'close') => {
   }
   port.postMessage(compress(message), [message.buffer]);
   // zlib's output and the block's bookkeeping, now unreachable (compress has returned).
-  collectYoungGarbage();
+  collectGarbage('young');
 });
 
 /** Compresses the block and writes its member over it, in the block's own buffer. */

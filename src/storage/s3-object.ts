@@ -84,7 +84,11 @@ export async function withArchiveStream<T>(
  * its error (so the writer stops). `discard` ends an unfinished upload: its parts are deleted
  * and no object appears.
  */
-export function s3UploadSink(target: S3UploadTarget): ArchiveSink {
+export function s3UploadSink(
+  target: S3UploadTarget,
+  /** Called each time a part has been uploaded. */
+  onPartUploaded?: () => void,
+): ArchiveSink {
   const client = s3Client(target.s3);
   const stream = new PassThrough({ highWaterMark: MIB });
   const upload = new Upload({
@@ -96,6 +100,7 @@ export function s3UploadSink(target: S3UploadTarget): ArchiveSink {
   });
   // Destroying the body (rather than upload.abort()) makes done() settle only once the multipart
   // upload has been aborted on the store.
+  if (onPartUploaded) upload.on('httpUploadProgress', () => onPartUploaded());
   const done = upload.done();
   done.catch((error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))));
   return {

@@ -301,6 +301,23 @@ describe('backups in an S3-compatible store', () => {
     }
   });
 
+  it('tell the writer each time a part is stored (the archive thread collects its garbage then)', async () => {
+    const key = 'parts/counted.tar.gz';
+    let stored = 0;
+    const sink = s3UploadSink({ s3: loadS3Settings(), key, partSize: 5 * MIB, queueSize: 2 }, () => {
+      stored += 1;
+    });
+    for (let i = 0; i < 12; i++) {
+      if (!sink.stream.write(Buffer.alloc(MIB, i)))
+        await new Promise((resolve) => sink.stream.once('drain', resolve));
+    }
+    sink.stream.end();
+    await sink.finish();
+
+    expect(stored).toBe(3); // 5 + 5 + 2 MiB
+    expect(await s3.exists(key)).toBe(true);
+  });
+
   it('abort the multipart upload when the bytes stop coming with an error', async () => {
     const key = 'failed/source.tar.gz';
     const earlier = await s3.pendingUploads();
