@@ -211,7 +211,7 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
     );
   return {
     kind,
-    partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB', 16, 5, 5120) * 1024 * 1024,
+    partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB', 8, 5, 5120) * 1024 * 1024,
     s3: {
       bucket,
       endpoint: s3Endpoint(value('AERIE_S3_ENDPOINT')),

@@ -527,12 +527,12 @@ describe('S3 configuration', () => {
         AERIE_S3_PUBLIC_ENDPOINT: 'https://files.example.com:8443/',
         AERIE_S3_REGION: 'eu-west-3',
         AERIE_S3_FORCE_PATH_STYLE: 'true',
-        AERIE_S3_PART_SIZE_MB: '8',
+        AERIE_S3_PART_SIZE_MB: '12',
         AERIE_S3_CHECKSUMS: 'When_Supported',
       }).backupStorage,
     ).toEqual({
       kind: 's3',
-      partSizeBytes: 8 * MIB,
+      partSizeBytes: 12 * MIB,
       s3: {
         bucket: 'backups',
         endpoint: 'https://s3.example.com',
@@ -545,7 +545,7 @@ describe('S3 configuration', () => {
       },
     });
     expect(loadConfig(base).backupStorage).toMatchObject({
-      partSizeBytes: 16 * MIB,
+      partSizeBytes: 8 * MIB,
       s3: {
         endpoint: null,
         publicEndpoint: null,
