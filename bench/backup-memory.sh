@@ -12,16 +12,10 @@ WORK=${2:-/tmp/aerie-bench-memory}
 npm run build --silent
 rm -rf "$WORK" && mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
-export AERIE_DATA_DIR=$WORK/data DATABASE_URL=sqlite:$WORK/data/aerie.db LOG_LEVEL=silent
-aerie() { node bin/aerie.js "$@"; }
-aerie migrate >/dev/null
-aerie user create --username bench --email bench@example.com --password bench-password-1 >/dev/null
-SERVER_JSON=$(aerie server create --owner bench --name bench --json)
+. bench/bench-server.sh
 KEY_JSON=$(aerie key create --user bench --description bench --json)
-export SERVER TOKEN
-SERVER=$(node -e 'console.log(JSON.parse(process.argv[1]).identifier)' "$SERVER_JSON")
 TOKEN=$(node -e 'console.log(JSON.parse(process.argv[1]).token)' "$KEY_JSON")
-VOLUME=$(node -e 'console.log(JSON.parse(process.argv[1]).volume)' "$SERVER_JSON")
+export SERVER TOKEN
 if [ -n "${TREE:-}" ]; then cp -a "$TREE/." "$VOLUME/"; else node --import tsx bench/make-tree.ts "$VOLUME"; fi
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  node: $(node -v)  nproc: $(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree: $(find "$VOLUME" -type f | wc -l) files, $(du -sb "$VOLUME" | cut -f1) bytes"

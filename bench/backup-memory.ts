@@ -13,6 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { apiClient } from './api-client.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' } } });
 const token = process.env.TOKEN ?? '';
@@ -20,7 +21,6 @@ const server = process.env.SERVER ?? '';
 if (token === '' || server === '') throw new Error('set TOKEN and SERVER');
 const PORT = 18722;
 const base = `http://127.0.0.1:${PORT}`;
-const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
 
 function start(args: string[]): ChildProcess {
   return spawn(process.execPath, ['dist/main.js', ...args], {
@@ -43,15 +43,7 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? null : res.json();
-}
+const api = apiClient(base, token);
 
 async function untilReady(): Promise<void> {
   for (let i = 0; ; i += 1) {

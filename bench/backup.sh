@@ -20,13 +20,7 @@ npm run build --silent
 rm -rf "$WORK" && mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 
-export AERIE_DATA_DIR=$WORK/data DATABASE_URL=sqlite:$WORK/data/aerie.db LOG_LEVEL=silent
-aerie() { node bin/aerie.js "$@"; }
-aerie migrate >/dev/null
-aerie user create --username bench --email bench@example.com --password bench-password-1 >/dev/null
-SERVER_JSON=$(aerie server create --owner bench --name bench --json)
-SERVER=$(node -e 'console.log(JSON.parse(process.argv[1]).identifier)' "$SERVER_JSON")
-VOLUME=$(node -e 'console.log(JSON.parse(process.argv[1]).volume)' "$SERVER_JSON")
+. bench/bench-server.sh
 
 if [ -n "${TREE:-}" ]; then
   cp -a "$TREE/." "$VOLUME/"

@@ -11,6 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { apiClient } from './api-client.ts';
 import { autocannon } from './autocannon.ts';
 
 const { values } = parseArgs({
@@ -35,15 +36,7 @@ const child = spawn(process.execPath, ['dist/main.js', 'serve', '--port', String
 });
 process.on('exit', () => child.kill());
 
-async function api(method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? null : res.json();
-}
+const api = apiClient(base, token);
 
 for (let i = 0; ; i += 1) {
   try {
