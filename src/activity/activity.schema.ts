@@ -1,33 +1,27 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { pagedListSchema, pageQuery } from '../shared/page.ts';
+import { SingleLineText } from '../shared/text.ts';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 
 /**
- * No event or IP holds a control character, and a NUL in a LIKE pattern ends it early on SQLite
- * (`%\0%` reads as `%`, matching everything) and is refused by PostgreSQL: such a filter is a 422.
+ * The query of every activity feed. Unknown `filter[…]` keys are refused, other keys ignored.
+ * The text filters are single-line text (shared/text.ts): no event or IP holds a control
+ * character, and a NUL in a LIKE pattern ends it early on SQLite (`%\0%` reads as `%`, matching
+ * everything) and is refused by PostgreSQL, so such a filter is a 422 (`no_control_characters`).
  */
-const noControlCharacters = {
-  pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
-  'x-rule': 'no_control_characters',
-  'x-message': 'The :field filter must not contain control characters.',
-};
-
-/** The query of every activity feed. Unknown `filter[…]` keys are refused, other keys ignored. */
 export const ActivityQuerySchema = Type.Object(
   {
     'filter[event]': Type.Optional(
-      Type.String({
+      SingleLineText({
         maxLength: 191,
         description: 'Part of the event name, any case.',
-        ...noControlCharacters,
       }),
     ),
     'filter[ip]': Type.Optional(
-      Type.String({
+      SingleLineText({
         maxLength: 45,
         description: 'Part of the IP address, any case.',
-        ...noControlCharacters,
       }),
     ),
     'filter[actor_id]': Type.Optional(

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { listSchema } from '../shared/page.ts';
+import { SingleLineText } from '../shared/text.ts';
 
 export const ApiKeyResourceSchema = Type.Object({
   object: Type.Literal('api_key'),
@@ -27,12 +28,8 @@ export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 export const MAX_ALLOWED_IPS = 50;
 
 export const CreateApiKeyBodySchema = Type.Object({
-  // No NUL: PostgreSQL text cannot hold one, and the description must read the same everywhere.
-  description: Type.String({
-    maxLength: 500,
-    default: '',
-    pattern: '^[^\\u0000]*$',
-  }),
+  // One line, as the key lists show it; see shared/text.ts for what that refuses.
+  description: SingleLineText({ maxLength: 500, default: '' }),
   allowed_ips: Type.Array(
     Type.String({
       format: 'ip-or-cidr',
@@ -44,4 +41,4 @@ export const CreateApiKeyBodySchema = Type.Object({
 });
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBodySchema>;
 
-export const ApiKeyParamsSchema = Type.Object({ identifier: Type.String({ maxLength: 64 }) });
+export const ApiKeyParamsSchema = Type.Object({ identifier: SingleLineText({ maxLength: 64 }) });

@@ -7,6 +7,7 @@ import { DisplayError, ForbiddenError, NotAuthenticatedError, NotFoundError } fr
 import { sha256Hex } from '../shared/hash.ts';
 import { ipAllowed, normalizeIp } from '../shared/ip.ts';
 import { randomAlphanumeric } from '../shared/random.ts';
+import { assertText } from '../shared/text.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
@@ -41,6 +42,8 @@ export class ApiKeyService {
     context: AuthenticatedContext,
     input: CreateApiKeyBody,
   ): Promise<{ key: ApiKeyRow; secret: string; token: string }> {
+    // Checked again for the command line, which has no request schema.
+    assertText('description', input.description, 'single-line');
     const { user } = context.actor;
     const allowedIps = [...new Set(input.allowed_ips.map((ip) => ip.trim()))];
     const secret = randomAlphanumeric(32);

@@ -1,8 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { AnyText, SingleLineText } from '../shared/text.ts';
 
 export const LoginBodySchema = Type.Object({
-  user: Type.String({ minLength: 1, maxLength: 191, description: 'Username or email.' }),
-  password: Type.String({ minLength: 1, maxLength: 4096 }),
+  // Refused here, before any look-up: the user is searched for, and no NUL reaches a query.
+  user: SingleLineText({ minLength: 1, maxLength: 191, description: 'Username or email.' }),
+  password: AnyText({ minLength: 1, maxLength: 4096 }),
 });
 export type LoginBody = Static<typeof LoginBodySchema>;
 
@@ -39,16 +41,19 @@ export const LoginResponseSchema = Type.Union([CompleteLoginSchema, PendingLogin
 export type LoginResponse = Static<typeof LoginResponseSchema>;
 
 export const LoginCheckpointBodySchema = Type.Object({
-  confirmation_token: Type.String({ minLength: 1, maxLength: 255 }),
+  confirmation_token: SingleLineText({ minLength: 1, maxLength: 255 }),
   authentication_code: Type.Optional(
-    Type.Union([Type.String({ maxLength: 16 }), Type.Integer({ minimum: 0, maximum: 999999 }), Type.Null()], {
-      'x-rule': 'numeric',
-      'x-message': 'The :field field must be a number.',
-      description: 'The code the authenticator app shows; or give recovery_token instead.',
-    }),
+    Type.Union(
+      [SingleLineText({ maxLength: 16 }), Type.Integer({ minimum: 0, maximum: 999999 }), Type.Null()],
+      {
+        'x-rule': 'numeric',
+        'x-message': 'The :field field must be a number.',
+        description: 'The code the authenticator app shows; or give recovery_token instead.',
+      },
+    ),
   ),
   recovery_token: Type.Optional(
-    Type.Union([Type.String({ maxLength: 255 }), Type.Null()], {
+    Type.Union([SingleLineText({ maxLength: 255 }), Type.Null()], {
       'x-rule': 'string',
       'x-message': 'The :field field must be a string.',
       description: 'One of the recovery tokens, instead of a code; each works once.',

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { AnyText, SingleLineText } from '../shared/text.ts';
 
 export const TwoFactorSetupSchema = Type.Object({
   data: Type.Object({
@@ -10,8 +11,12 @@ export const TwoFactorSetupSchema = Type.Object({
 export type TwoFactorSetupResource = Static<typeof TwoFactorSetupSchema>;
 
 export const EnableTwoFactorBodySchema = Type.Object({
-  code: Type.String({ minLength: 6, maxLength: 6, description: 'The code the authenticator app shows now.' }),
-  password: Type.String({ minLength: 1, maxLength: 4096 }),
+  code: SingleLineText({
+    minLength: 6,
+    maxLength: 6,
+    description: 'The code the authenticator app shows now.',
+  }),
+  password: AnyText({ minLength: 1, maxLength: 4096 }),
 });
 export type EnableTwoFactorBody = Static<typeof EnableTwoFactorBodySchema>;
 
@@ -23,6 +28,6 @@ export const RecoveryTokensSchema = Type.Object({
 });
 
 export const DisableTwoFactorBodySchema = Type.Object({
-  password: Type.String({ minLength: 1, maxLength: 4096 }),
+  password: AnyText({ minLength: 1, maxLength: 4096 }),
 });
 export type DisableTwoFactorBody = Static<typeof DisableTwoFactorBodySchema>;

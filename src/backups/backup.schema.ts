@@ -1,11 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { pagedListSchema, pageQuery } from '../shared/page.ts';
 import { ServerParamsSchema } from '../servers/server.schema.ts';
+import { MultiLineText, SingleLineText } from '../shared/text.ts';
 import { IGNORED_LIMITS } from './ignore-patterns.ts';
 
 export const BackupParamsSchema = Type.Object({
   ...ServerParamsSchema.properties,
-  backup: Type.String({ maxLength: 64, description: 'The backup UUID.' }),
+  backup: SingleLineText({ maxLength: 64, description: 'The backup UUID.' }),
 });
 export type BackupParams = Static<typeof BackupParamsSchema>;
 
@@ -73,9 +74,9 @@ export const BackupListSchema = pagedListSchema(BackupResourceSchema, { backup_c
 export type BackupList = Static<typeof BackupListSchema>;
 
 export const CreateBackupBodySchema = Type.Object({
-  name: Type.Optional(Type.String({ maxLength: 191 })),
+  name: Type.Optional(SingleLineText({ maxLength: 191 })),
   ignored: Type.Optional(
-    Type.String({
+    MultiLineText({
       format: 'backup-ignored',
       'x-rule': 'ignored',
       'x-message': `The :field field must hold at most ${IGNORED_LIMITS.patterns} patterns of at most ${IGNORED_LIMITS.patternCharacters} characters, ${IGNORED_LIMITS.characters} characters in all, without control characters.`,

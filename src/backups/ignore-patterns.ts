@@ -1,11 +1,8 @@
 import ignore from 'ignore';
+import { isText } from '../shared/text.ts';
 
 /** The most an `ignored` text may hold: beyond this a request is refused (422), not truncated. */
 export const IGNORED_LIMITS = { characters: 8192, patterns: 500, patternCharacters: 1024 } as const;
-
-// Tabs are fine inside a pattern; other control characters name no file anyone meant to leave out.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /**
  * The `ignored` text of a backup request: one pattern a line, read as a `.gitignore` is (which
@@ -30,7 +27,10 @@ export function ignoredProblem(text: string): string | null {
   if (patterns.some((pattern) => pattern.length > IGNORED_LIMITS.patternCharacters)) {
     return `patterns of at most ${IGNORED_LIMITS.patternCharacters} characters`;
   }
-  if (patterns.some((pattern) => CONTROL.test(pattern))) return 'patterns without control characters';
+  // Multi-line text (shared/text.ts): tabs are fine inside a pattern, but other control
+  // characters name no file anyone meant to leave out, and the whole text is checked, comments
+  // too, as every stored text is.
+  if (!isText(text, 'multi-line')) return 'patterns without control characters';
   return null;
 }
 

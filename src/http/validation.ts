@@ -4,6 +4,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../shared/errors.ts';
 import { ignoredProblem } from '../backups/ignore-patterns.ts';
 import { isIpOrCidr } from '../shared/ip.ts';
+import { TEXT_RULE, textKindOfPattern, textRuleMessage } from '../shared/text.ts';
 
 /**
  * Schemas may name the rule a failure breaks (`x-rule`) and say it in words (`x-message`);
@@ -124,6 +125,12 @@ function describe(error: ErrorObject, field: string): { rule: string; message: s
           String((error.params as { format?: unknown }).format),
           `The ${field} field must be a valid value.`,
         ];
+      case 'pattern': {
+        // The text rule's patterns say what they refuse; any other pattern is Laravel's `regex`.
+        const kind = textKindOfPattern(String((error.params as { pattern?: unknown }).pattern));
+        if (kind !== undefined) return [TEXT_RULE, textRuleMessage(field, kind)];
+        return ['regex', `The ${field} field format is invalid.`];
+      }
       case 'false schema':
         return ['allowed', `The ${field} parameter is not allowed.`];
       default:

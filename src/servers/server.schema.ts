@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { pagedListSchema, pageQuery } from '../shared/page.ts';
+import { SingleLineText } from '../shared/text.ts';
 import { SERVER_STATUSES } from './server.table.ts';
 
 export const ServerResourceSchema = Type.Object({
@@ -52,7 +53,7 @@ export const ServerListSchema = pagedListSchema(ServerResourceSchema);
 export type ServerList = Static<typeof ServerListSchema>;
 
 export const ServerParamsSchema = Type.Object({
-  server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
+  server: SingleLineText({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
 });
 
 export const AccountSchema = Type.Object({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { BadRequestError, NotFoundError } from '../shared/errors.ts';
+import { assertText } from '../shared/text.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { DEFAULT_NODE, nodeName } from './node-name.ts';
@@ -34,6 +35,9 @@ export class ServerService {
 
   /** Creates the server's record and its empty volume directory. */
   async create(input: NewServer): Promise<{ server: ServerRow; volume: string }> {
+    // A name is one line; a description, as in the reference panel, may run over several.
+    assertText('name', input.name, 'single-line');
+    assertText('description', input.description, 'multi-line');
     const owner = await this.deps.users.findByLogin(input.owner);
     if (owner === undefined) throw new NotFoundError(`No user "${input.owner}".`);
     const name = input.name.trim();

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { listSchema } from '../shared/page.ts';
+import { SingleLineText } from '../shared/text.ts';
 import { SUBUSER_PERMISSIONS } from './permissions.ts';
 
 /** One of SUBUSER_PERMISSIONS; anything else fails validation as `permissions.N` (rule `in`). */
@@ -31,13 +32,13 @@ export const SubuserListSchema = listSchema(SubuserResourceSchema);
 export type SubuserList = Static<typeof SubuserListSchema>;
 
 export const SubuserParamsSchema = Type.Object({
-  server: Type.String({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
-  user: Type.String({ maxLength: 64, description: "The subuser's user UUID." }),
+  server: SingleLineText({ maxLength: 64, description: 'The server UUID or its 8-character identifier.' }),
+  user: SingleLineText({ maxLength: 64, description: "The subuser's user UUID." }),
 });
 export type SubuserParams = Static<typeof SubuserParamsSchema>;
 
 export const CreateSubuserBodySchema = Type.Object({
-  email: Type.String({
+  email: SingleLineText({
     format: 'email',
     maxLength: 191,
     description: 'The email address of an existing Aerie user (Aerie sends no invitations).',

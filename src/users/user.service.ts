@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BadRequestError } from '../shared/errors.ts';
 import { randomAlphanumeric } from '../shared/random.ts';
+import { assertText } from '../shared/text.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import { hashPassword } from './password.ts';
 import type { UserRepository } from './user.repository.ts';
@@ -26,6 +27,11 @@ export class UserService {
 
   /** Creates a user; without a password, one is generated and returned (shown once). */
   async create(input: NewUser): Promise<{ user: User; password: string }> {
+    // The command line has no request schema: the text rule is checked here, before any query.
+    assertText('email', input.email, 'single-line');
+    assertText('password', input.password, 'any');
+    assertText('first_name', input.firstName, 'single-line');
+    assertText('last_name', input.lastName, 'single-line');
     const username = input.username.trim();
     const email = input.email.trim().toLowerCase();
     if (!USERNAME.test(username)) {

@@ -161,12 +161,17 @@ describe('POST /api/client/account/api-keys', () => {
     expectValidation(await post(token, { description: 42 }), { description: 'string' });
   });
 
-  it('refuses a description with a NUL (no engine would keep it the same) and makes no key', async () => {
+  it('refuses a description with a NUL or another control character (one line of text) and makes no key', async () => {
     const user = await createUser(app);
     const { token } = await createApiKey(app, user);
-    expectValidation(await post(token, { description: 'a\u0000b' }), { description: 'pattern' });
+    expectValidation(await post(token, { description: 'a\u0000b' }), {
+      description: 'no_control_characters',
+    });
+    expectValidation(await post(token, { description: 'tab\tand newline\n' }), {
+      description: 'no_control_characters',
+    });
     expect(await keyCount(user.id)).toBe(1);
-    expect((await post(token, { description: 'tab\tand newline\n' })).statusCode).toBe(200);
+    expect((await post(token, { description: 'clé 漢字 🔑' })).statusCode).toBe(200);
   });
 
   it.each([
