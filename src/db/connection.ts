@@ -18,6 +18,7 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import type { Config, DatabaseKind } from '../config.ts';
+import { lossTolerantMysqlPool, lossTolerantPostgresPool, withMootRollback } from './connection-loss.ts';
 import type { Database } from './database.ts';
 
 /**
@@ -160,28 +161,43 @@ function postgresDialect(url: string): Dialect {
       ? PG_TEXT_PARSERS[oid]
       : (pg.types.getTypeParser(oid, format) as unknown);
   const types = { getTypeParser: getTypeParser as typeof pg.types.getTypeParser };
-  const pool = new pg.Pool({ connectionString: url, max: 10, types });
-  // An idle connection the server closes (a restart, a failover, an administrator) is dropped
-  // from the pool and replaced on next use. Without a listener, pg's 'error' event would be an
-  // uncaught exception and end the process.
-  pool.on('error', () => undefined);
-  return new PostgresDialect({ pool });
+  // A server that does not answer at all (a host gone, packets dropped) fails a connection
+  // attempt after 5 s, a 503, instead of holding the request until the kernel's TCP timeout.
+  const pool = new pg.Pool({ connectionString: url, max: 10, types, connectionTimeoutMillis: 5000 });
+  // A connection the server closes (a restart, a failover, an administrator), idle or in use,
+  // is dropped from the pool and replaced on next use, and never ends the process.
+  return new LossTolerantPostgresDialect({ pool: lossTolerantPostgresPool(pool, pg.DatabaseError) });
+}
+
+class LossTolerantPostgresDialect extends PostgresDialect {
+  override createDriver(): Driver {
+    return withMootRollback(super.createDriver());
+  }
+}
+
+class LossTolerantMysqlDialect extends MysqlDialect {
+  override createDriver(): Driver {
+    return withMootRollback(super.createDriver());
+  }
 }
 
 function mysqlDialect(url: string): Dialect {
-  return new MysqlDialect({
-    pool: (load('mysql2') as typeof Mysql).createPool({
-      uri: url,
-      // Every character (4-byte ones too) both ways, and exact comparisons of values that meet
-      // no column; columns have their own binary collation (migration 2026_11_25).
-      charset: 'UTF8MB4_BIN',
-      // JSON columns read back as the text that was written, as on the other engines.
-      jsonStrings: true,
-      connectionLimit: 10,
-      supportBigNumbers: true,
-      bigNumberStrings: false,
-      timezone: 'Z',
-    }),
+  return new LossTolerantMysqlDialect({
+    pool: lossTolerantMysqlPool(
+      (load('mysql2') as typeof Mysql).createPool({
+        uri: url,
+        // Every character (4-byte ones too) both ways, and exact comparisons of values that meet
+        // no column; columns have their own binary collation (migration 2026_11_25).
+        charset: 'UTF8MB4_BIN',
+        // JSON columns read back as the text that was written, as on the other engines.
+        jsonStrings: true,
+        connectionLimit: 10,
+        connectTimeout: 5000,
+        supportBigNumbers: true,
+        bigNumberStrings: false,
+        timezone: 'Z',
+      }),
+    ),
   });
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../shared/errors.ts';
 import type { RouteIndex } from './allowed-methods.ts';
 import { errorEnvelope, validationEnvelope } from './envelope.ts';
@@ -24,6 +25,12 @@ const FRAMEWORK_ERRORS: Record<number, [code: string, detail: string]> = {
 const INVALID_JSON_CODES = new Set(['FST_ERR_CTP_INVALID_JSON', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
 
 /**
+ * When a client should try again after the database dropped its connection: a restart takes a
+ * second or two, a failover a few more, and the pool reconnects on the next request.
+ */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
  * The one place that writes errors: every failure, from a service, from validation, from the
  * framework or unexpected, leaves as the envelope `{"errors":[{"code","status","detail"}]}`.
  */
@@ -44,6 +51,21 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
           ? validationEnvelope(error.fields as never)
           : errorEnvelope(error.status, error.code, error.message);
       return reply.code(error.status).headers(error.headers).send(body);
+    }
+    if (isDatabaseUnavailable(error)) {
+      // A restart, a failover or a dropped connection, not a fault of this request or of Aerie:
+      // the client is told to come back, and the operator sees a warning, not an internal error.
+      request.log.warn({ err: error, requestId: request.id }, 'the database is unavailable; answered 503');
+      return reply
+        .code(503)
+        .header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+        .send(
+          errorEnvelope(
+            503,
+            'ServiceUnavailableHttpException',
+            'The database is unavailable; try again shortly.',
+          ),
+        );
     }
     const status = error.statusCode ?? 500;
     const known = FRAMEWORK_ERRORS[status];

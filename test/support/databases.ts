@@ -57,6 +57,9 @@ export async function scratchDatabase(dialect: { kind: ServerKind; url: string }
   target.pathname = `/${name}`;
   if (dialect.kind === 'postgres') {
     const admin = new pg.Client({ connectionString: url.toString() });
+    // A connection the server ends makes the next awaited call fail; unheard, its 'error' event
+    // would end the test process first.
+    admin.on('error', () => undefined);
     await admin.connect();
     await admin.query(`create database ${name}`);
     await admin.end();
@@ -64,6 +67,7 @@ export async function scratchDatabase(dialect: { kind: ServerKind; url: string }
       url: target.toString(),
       drop: async () => {
         const client = new pg.Client({ connectionString: url.toString() });
+        client.on('error', () => undefined);
         await client.connect();
         await client.query(`drop database if exists ${name} with (force)`);
         await client.end();
