@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { RouteIndex } from './http/allowed-methods.ts';
 import { requireAuthentication } from './http/authenticate.ts';
+import { installNoStoreDefault } from './http/cache-control.ts';
 import { ApiRateLimiter } from './http/rate-limit.ts';
 import { installBodyParsing } from './http/body-parsing.ts';
 import { frameworkErrorHandler, installErrorHandling } from './http/error-handler.ts';
@@ -69,6 +70,7 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     reply.header('x-request-id', request.id);
     done();
   });
+  installNoStoreDefault(http);
 
   if (ops.metrics) installRequestMetrics(http, ops.metrics);
 

@@ -1,6 +1,6 @@
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Executor, Transactor } from '../db/executor.ts';
-import { BadRequestError } from '../shared/errors.ts';
+import { BadRequestError, ConflictError } from '../shared/errors.ts';
 import { randomAlphanumeric } from '../shared/random.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { RequestContext } from '../shared/context.ts';
@@ -16,6 +16,12 @@ import { base32Encode, matchTotp, newTotpSecret } from './totp.ts';
 
 /** The name authenticator apps show beside the account. */
 const ISSUER = 'Aerie';
+/**
+ * How long a pending secret is handed out again: asking twice during a set-up (a second tab, a
+ * reload, or a cross-site GET a browser lets through) gives the same secret, so the codes the
+ * user's app already shows keep working. Long enough to scan a code and type one in.
+ */
+export const PENDING_SECRET_MINUTES = 15;
 const RECOVERY_TOKENS = 10;
 const RECOVERY_TOKEN_LENGTH = 10;
 
@@ -57,19 +63,33 @@ export class TwoFactorService {
   constructor(private readonly deps: TwoFactorServiceDeps) {}
 
   /**
-   * A new secret, stored as pending until a code of it turns 2FA on (each call replaces the
-   * last). Refused while 2FA is on.
+   * The pending secret, stored until a code of it turns 2FA on: the same one for
+   * PENDING_SECRET_MINUTES after it was made, then a new one. Refused while 2FA is on.
    */
   async setUp(context: AuthenticatedContext): Promise<TwoFactorSetup> {
     const { user } = context.actor;
     if (user.useTotp) throw alreadyEnabled();
-    const secret = newTotpSecret();
-    const sealed = this.deps.secrets.seal(secret, user.id);
-    if (!(await this.deps.users.setPendingTotpSecret(user.id, sealed))) throw alreadyEnabled();
-    const encoded = base32Encode(secret);
-    const issuer = encodeURIComponent(ISSUER);
-    const uri = `otpauth://totp/${issuer}:${encodeURIComponent(user.email)}?secret=${encoded}&issuer=${issuer}`;
-    return { uri, secret: encoded, qrCode: await qrCodeSvg(uri) };
+    const now = this.deps.clock();
+    // Two tries: when a concurrent request stored a secret first, the second hands out that one.
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const row = await this.deps.users.findById(user.id);
+      if (row === undefined || row.totp_enabled_at !== null) throw alreadyEnabled();
+      const pending = this.pendingSecret(row, now);
+      if (pending !== null) return setupOf(row.email, pending);
+      const secret = newTotpSecret();
+      const expires = toStoredTime(new Date(now.getTime() + PENDING_SECRET_MINUTES * 60_000));
+      const sealed = this.deps.secrets.seal(secret, user.id);
+      if (await this.deps.users.setPendingTotpSecret(user.id, sealed, expires, row.totp_secret))
+        return setupOf(row.email, secret);
+    }
+    throw new ConflictError('Two-factor authentication is being set up by another request; try again.');
+  }
+
+  /** The row's pending secret if it is still handed out (not expired, readable), else null. */
+  private pendingSecret(row: UserRow, now: Date): Buffer | null {
+    const expires = row.totp_pending_expires_at;
+    if (row.totp_secret === null || expires === null || expires <= toStoredTime(now)) return null;
+    return this.deps.secrets.open(row.totp_secret, row.id);
   }
 
   /**
@@ -81,15 +101,15 @@ export class TwoFactorService {
     if (!(await this.deps.passwords.matches(context, user.id, body.password))) throw passwordNotValid();
     const row = await this.deps.users.findById(user.id);
     if (row === undefined || row.totp_enabled_at !== null) throw alreadyEnabled();
+    const now = this.deps.clock();
     const pending = row.totp_secret;
-    if (pending === null) {
+    const secret = this.pendingSecret(row, now);
+    if (pending === null || secret === null) {
       throw new BadRequestError(
         'Two-factor authentication has not been set up on this account: request a secret first.',
       );
     }
-    const now = this.deps.clock();
-    const secret = this.deps.secrets.open(pending, user.id);
-    const step = secret === null ? null : matchTotp(secret, body.code, now);
+    const step = matchTotp(secret, body.code, now);
     if (step === null) throw tokenNotValid();
 
     const tokens = Array.from({ length: RECOVERY_TOKENS }, () => randomAlphanumeric(RECOVERY_TOKEN_LENGTH));
@@ -177,6 +197,14 @@ export class TwoFactorService {
       ? this.deps.users.advanceTotpStep(userId, factor.step, db)
       : this.deps.recoveryTokens.use(factor.tokenId, userId, db);
   }
+}
+
+/** What an authenticator app needs of `secret`, for the account of `email`. */
+async function setupOf(email: string, secret: Buffer): Promise<TwoFactorSetup> {
+  const encoded = base32Encode(secret);
+  const issuer = encodeURIComponent(ISSUER);
+  const uri = `otpauth://totp/${issuer}:${encodeURIComponent(email)}?secret=${encoded}&issuer=${issuer}`;
+  return { uri, secret: encoded, qrCode: await qrCodeSvg(uri) };
 }
 
 /** The QR code as an SVG data: URI (the library is loaded when first needed). */

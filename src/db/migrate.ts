@@ -10,6 +10,7 @@ import { retentionIndexesMigration } from './migrations/2026_11_27_000000_retent
 import { jobProgressMigration } from './migrations/2026_11_30_000000_job_progress.ts';
 import { twoFactorMigration } from './migrations/2026_11_29_000000_two_factor.ts';
 import { postgresTypesMigration } from './migrations/2026_12_02_000000_postgres_types.ts';
+import { totpPendingExpiryMigration } from './migrations/2026_12_03_000000_totp_pending_expiry.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -24,6 +25,7 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_11_29_000000_two_factor': twoFactorMigration(db.kind),
     '2026_11_30_000000_job_progress': jobProgressMigration(db.kind),
     '2026_12_02_000000_postgres_types': postgresTypesMigration(db.kind),
+    '2026_12_03_000000_totp_pending_expiry': totpPendingExpiryMigration(db.kind),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Page, Pagination } from '../shared/page.ts';
-import type { PageUrl } from './page-links.ts';
+import type { PageUrl } from './links.ts';
 import { pageUrlOf } from './request-context.ts';
 
 /**

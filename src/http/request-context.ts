@@ -3,8 +3,8 @@ import type { RequestContext } from '../shared/context.ts';
 import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import { NotAuthenticatedError } from '../shared/errors.ts';
 import { normalizeIp } from '../shared/ip.ts';
-import { pageLinks } from './page-links.ts';
-import type { PageUrl } from './page-links.ts';
+import { linkTo, pageLinks } from './links.ts';
+import type { LinkBase, PageUrl } from './links.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,12 +29,17 @@ export function authenticatedContextOf(request: FastifyRequest): AuthenticatedCo
   return { ...contextOf(request), actor: request.actor };
 }
 
+/** What this request's links are rooted on (see `linkTo`). */
+function linkBaseOf(request: FastifyRequest): LinkBase {
+  return { publicUrl: request.publicUrl, protocol: request.protocol, host: request.host };
+}
+
+/** An absolute link to one of Aerie's paths for this request's client (relative when it cannot be). */
+export function linkOf(request: FastifyRequest, pathAndQuery: string): string {
+  return linkTo(linkBaseOf(request), pathAndQuery);
+}
+
 /** Links to other pages of the listing this request asked for, for `meta.pagination.links`. */
 export function pageUrlOf(request: FastifyRequest): PageUrl {
-  return pageLinks({
-    publicUrl: request.publicUrl,
-    protocol: request.protocol,
-    host: request.host,
-    target: request.url,
-  });
+  return pageLinks({ ...linkBaseOf(request), target: request.url });
 }

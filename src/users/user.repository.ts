@@ -33,7 +33,14 @@ export class UserRepository {
       this.kind,
       db.insertInto('user_numbers').values({ user_id: row.id }),
     );
-    const stored = { totp_secret: null, totp_enabled_at: null, totp_last_step: null, ...row, number };
+    const stored = {
+      totp_secret: null,
+      totp_enabled_at: null,
+      totp_last_step: null,
+      totp_pending_expires_at: null,
+      ...row,
+      number,
+    };
     await db.insertInto('users').values(stored).execute();
     return stored;
   }
@@ -61,13 +68,24 @@ export class UserRepository {
       .execute();
   }
 
-  /** Stores a pending TOTP secret; false when two-factor authentication is already on. */
-  async setPendingTotpSecret(id: string, sealed: string, db: Executor = this.db): Promise<boolean> {
+  /**
+   * Stores a pending TOTP secret, handed out until `expiresAt`, in place of `replacing` (the
+   * stored secret it was decided on, or null): false when 2FA is on or the secret has changed
+   * meanwhile, so two requests never both hand out a secret and only one of them stays.
+   */
+  async setPendingTotpSecret(
+    id: string,
+    sealed: string,
+    expiresAt: string,
+    replacing: string | null,
+    db: Executor = this.db,
+  ): Promise<boolean> {
     const result = await db
       .updateTable('users')
-      .set({ totp_secret: sealed })
+      .set({ totp_secret: sealed, totp_pending_expires_at: expiresAt })
       .where('id', '=', id)
       .where('totp_enabled_at', 'is', null)
+      .where('totp_secret', replacing === null ? 'is' : '=', replacing)
       .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
   }
@@ -85,7 +103,7 @@ export class UserRepository {
   ): Promise<boolean> {
     const result = await db
       .updateTable('users')
-      .set({ totp_enabled_at: now, totp_last_step: step, updated_at: now })
+      .set({ totp_enabled_at: now, totp_last_step: step, totp_pending_expires_at: null, updated_at: now })
       .where('id', '=', id)
       .where('totp_enabled_at', 'is', null)
       .where('totp_secret', '=', sealed)
@@ -96,7 +114,13 @@ export class UserRepository {
   async disableTotp(id: string, now: string, db: Executor = this.db): Promise<void> {
     await db
       .updateTable('users')
-      .set({ totp_secret: null, totp_enabled_at: null, totp_last_step: null, updated_at: now })
+      .set({
+        totp_secret: null,
+        totp_enabled_at: null,
+        totp_last_step: null,
+        totp_pending_expires_at: null,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .execute();
   }

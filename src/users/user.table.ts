@@ -20,6 +20,8 @@ export interface UserTable {
   totp_enabled_at: string | null;
   /** The 30-second step of the last TOTP code accepted: no code at or before it is taken again. */
   totp_last_step: number | null;
+  /** Until when the pending TOTP secret is handed out again; null when none is pending. */
+  totp_pending_expires_at: string | null;
 }
 export type UserRow = Selectable<UserTable>;
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Db } from '../../src/db/connection.ts';
@@ -26,6 +27,8 @@ export interface TestAppOptions {
    */
   databaseUrl?: string;
   clock?: Clock;
+  /** The logger the HTTP app logs to, in place of the runtime's (to read what it writes). */
+  logger?: Logger;
 }
 
 /**
@@ -56,11 +59,13 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       throw error;
     },
   );
-  const app = await buildApp(runtime).catch(async (error: unknown) => {
-    await runtime.close();
-    await dropDatabase();
-    throw error;
-  });
+  const app = await buildApp(options.logger ? { ...runtime, logger: options.logger } : runtime).catch(
+    async (error: unknown) => {
+      await runtime.close();
+      await dropDatabase();
+      throw error;
+    },
+  );
   return {
     ...app,
     config,

@@ -53,7 +53,8 @@ export function accountRoutes(
     {
       schema: {
         ...common,
-        summary: 'A new TOTP secret and its QR code, to set up two-factor authentication with',
+        summary:
+          'The pending TOTP secret and its QR code, to set up two-factor authentication with (the same one for 15 minutes, then a new one)',
         response: { 200: TwoFactorSetupSchema },
       },
     },

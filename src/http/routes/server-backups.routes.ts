@@ -14,7 +14,7 @@ import { toBackupResource } from '../../backups/backup.transform.ts';
 import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
 import { listEnvelope } from '../pagination.ts';
-import { authenticatedContextOf } from '../request-context.ts';
+import { authenticatedContextOf, linkOf } from '../request-context.ts';
 import { accessOf, backupOf, backupOfRequest, can, idle, serverAccess } from '../server-access.ts';
 
 const tags = ['backups'];
@@ -99,11 +99,11 @@ export function serverBackupRoutes(
       preValidation: serverAccess(access, backup, can('backup.download')),
     },
     async (request) => {
-      const url = await backupManagement.downloadLink(
+      const link = await backupManagement.downloadLink(
         authenticatedContextOf(request),
         backupOfRequest(request),
-        `${request.protocol}://${request.host}`,
       );
+      const url = link.kind === 'presigned' ? link.url : linkOf(request, link.path);
       return { object: 'signed_url' as const, attributes: { url } };
     },
   );

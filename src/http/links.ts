@@ -1,18 +1,30 @@
 import net from 'node:net';
 
-/** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
-export type PageUrl = (page: number) => string;
+/**
+ * Every absolute link Aerie hands out (pagination, signed downloads) is built here, so that none
+ * can be pointed elsewhere by a request: it is rooted on AERIE_PUBLIC_URL when that is set (its
+ * path prefix kept, for a proxy that serves Aerie under one), else on the request's scheme and
+ * Host when the Host is strictly valid, else it is relative (`/path?query`), which a client
+ * resolves against the URL it asked.
+ */
 
-/** What a listing's `links` are built from: the deployment's public URL, or the request's own. */
-export interface LinkSource {
+/** What a request's links are rooted on: the deployment's public URL, or the request's own. */
+export interface LinkBase {
   /** AERIE_PUBLIC_URL (origin and optional path prefix), or null. */
   publicUrl: string | null;
   /** The request's scheme and Host (or X-Forwarded-* from a trusted proxy), as received. */
   protocol: string | undefined;
   host: string | undefined;
+}
+
+/** What a listing's `links` are built from: the link base and the request target. */
+export interface LinkSource extends LinkBase {
   /** The request target as received: `/path?query`, or absolute-form `http://host/path?query`. */
   target: string;
 }
+
+/** Builds the URL of another page of the same listing (relative when the request's Host is unusable). */
+export type PageUrl = (page: number) => string;
 
 const LABEL = '[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?';
 const HOST_NAME = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
@@ -85,19 +97,36 @@ function withPage(query: string, page: number): string {
   return segments.join('&');
 }
 
+/** Where links are rooted: AERIE_PUBLIC_URL, else the request's origin when sound, else null. */
+function rootOf(base: LinkBase): string | null {
+  return base.publicUrl ?? requestOrigin(base.protocol, base.host);
+}
+
+/** `path` and the raw `query` under `root`; relative when there is no root. */
+function build(root: string | null, path: string, query: string): string {
+  const url = new URL(root ?? 'http://relative.invalid');
+  url.pathname = url.pathname.replace(/\/$/, '') + path;
+  url.search = query;
+  return root === null ? url.pathname + url.search : url.href;
+}
+
 /**
- * Links to other pages of the listing a request asked for: on AERIE_PUBLIC_URL when it is set,
- * else on the request's scheme and Host when the Host is a valid one, else relative
- * (`/path?query`). The rest of the query is kept as sent; the URL serializer percent-encodes
- * anything a URL may not hold. Never throws, whatever the request carried.
+ * A link to one of Aerie's own paths (`/download/backup?token=…`): on AERIE_PUBLIC_URL when it
+ * is set, else on the request's scheme and Host when the Host is a valid one, else relative.
+ * Never throws.
+ */
+export function linkTo(base: LinkBase, pathAndQuery: string): string {
+  const { path, query } = splitTarget(pathAndQuery);
+  return build(rootOf(base), path, query);
+}
+
+/**
+ * Links to other pages of the listing a request asked for, rooted as `linkTo` roots them. The
+ * rest of the query is kept as sent; the URL serializer percent-encodes anything a URL may not
+ * hold. Never throws, whatever the request carried.
  */
 export function pageLinks(source: LinkSource): PageUrl {
-  const base = source.publicUrl ?? requestOrigin(source.protocol, source.host);
+  const root = rootOf(source);
   const { path, query } = splitTarget(source.target);
-  return (page) => {
-    const url = new URL(base ?? 'http://relative.invalid');
-    url.pathname = url.pathname.replace(/\/$/, '') + path;
-    url.search = withPage(query, page);
-    return base === null ? url.pathname + url.search : url.href;
-  };
+  return (page) => build(root, path, withPage(query, page));
 }

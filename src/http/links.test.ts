@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isValidHost, pageLinks, type LinkSource } from './page-links.ts';
+import { isValidHost, linkTo, pageLinks, type LinkSource } from './links.ts';
 
 describe('isValidHost', () => {
   it.each([
@@ -107,5 +107,26 @@ describe('pageLinks', () => {
     expect(link('/\\evil.example/api/client')).toBe('/%5Cevil.example/api/client?page=2');
     expect(link('/api//client/?page=1#frag?page=5')).toBe('/api/client/?page=2');
     expect(link('/api/client/\u0000"x"')).toBe('/api/client/%00%22x%22?page=2');
+  });
+});
+
+describe('linkTo', () => {
+  const path = '/download/backup?token=abc.def';
+
+  it('roots a path on AERIE_PUBLIC_URL with its prefix, whatever the Host', () => {
+    for (const host of ['panel.example', 'a@evil.example', 'evil.example/x?', '', 'a b', undefined]) {
+      expect(linkTo({ publicUrl: 'https://panel.example.com/aerie', protocol: 'http', host }, path)).toBe(
+        'https://panel.example.com/aerie/download/backup?token=abc.def',
+      );
+    }
+  });
+
+  it('roots it on a valid Host, else leaves it relative', () => {
+    expect(linkTo({ publicUrl: null, protocol: 'https', host: 'panel.example:8443' }, path)).toBe(
+      'https://panel.example:8443/download/backup?token=abc.def',
+    );
+    for (const host of ['a@evil.example', 'evil.example/x?', '', 'a b', undefined]) {
+      expect(linkTo({ publicUrl: null, protocol: 'http', host }, path), String(host)).toBe(path);
+    }
   });
 });
