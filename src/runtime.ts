@@ -6,6 +6,7 @@ import { createLogger, type LogDestination } from './logger.ts';
 import { createOperations, type Operations } from './ops/operations.ts';
 import { createServices, type Services } from './services.ts';
 import { MemoryCounterStore, type CounterStore } from './shared/counter-store.ts';
+import { FallbackCounterStore } from './shared/fallback-counter-store.ts';
 import { RedisCounterStore } from './shared/redis-counter-store.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 
@@ -23,7 +24,10 @@ export interface RuntimeOptions {
 export interface Runtime {
   readonly config: Config;
   readonly db: Db;
-  /** Throttle and rate-limit counters: in Redis when REDIS_URL is set, shared by every process. */
+  /**
+   * Throttle and rate-limit counters: in Redis when REDIS_URL is set, shared by every process
+   * (in this process's memory while Redis does not answer); else in memory.
+   */
   readonly counters: CounterStore;
   readonly logger: Logger;
   readonly services: Services;
@@ -58,7 +62,15 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     const migrations = (result.results ?? [])
       .filter((r) => r.status === 'Success')
       .map((r) => r.migrationName);
-    counters = config.redisUrl === null ? new MemoryCounterStore() : new RedisCounterStore(config.redisUrl);
+    const shared =
+      config.redisUrl === null
+        ? null
+        : new FallbackCounterStore(
+            new RedisCounterStore(config.redisUrl, { timeoutMs: config.redisTimeoutMs }),
+            new MemoryCounterStore(),
+            { timeoutMs: config.redisTimeoutMs, logger },
+          );
+    counters = shared ?? new MemoryCounterStore();
     const clock = options.clock ?? systemClock;
     services = createServices({
       config,
@@ -68,6 +80,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       logger,
       ...(config.metrics.enabled ? { jobObserver: { jobEnded: (end) => ops?.metrics?.jobEnded(end) } } : {}),
     });
+    const reconcile = services.backupReconcile;
     ops = createOperations({
       config,
       db,
@@ -75,6 +88,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       logger,
       jobKinds: Object.keys(services.jobHandlers),
       backupStorage: services.backupStorage,
+      reconcileStorage: () => reconcile.run(),
+      sharedCounters: shared,
     });
     return { config, db, counters, logger, services, ops, migrations, close };
   } catch (error) {

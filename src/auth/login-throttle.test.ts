@@ -108,6 +108,35 @@ describe('LoginThrottle', () => {
     await fail('2001:db8:0:1::1', 'user:9');
   });
 
+  it('keeps nothing for an attempt refused by its address, whatever name it tries', async () => {
+    const store = new MemoryCounterStore();
+    const throttle = new LoginThrottle(store, { perAddress: 3, perAccount: 8 });
+    for (let i = 0; i < 3; i++) await throttle.begin('10.0.0.1', `login:${i}`);
+    const held = store.size;
+    for (let i = 0; i < 1000; i++) await refusal(throttle.begin('10.0.0.1', `login:${'x'.repeat(191)}${i}`));
+    expect(store.size).toBe(held);
+    expect((await store.peek('login:ip:10.0.0.1')).count).toBe(3);
+  });
+
+  it('says the longer wait when the address and the account ceiling both refuse', async () => {
+    const { fail, advance } = setUp({ perAddress: 3, perAccount: 3 });
+    for (let i = 0; i < 3; i++) await fail(`10.0.1.${i}`);
+    advance(30 * MINUTE);
+    for (let i = 0; i < 3; i++) await fail('10.0.2.1', `user:${i + 10}`);
+    expect(await refusal(fail('10.0.2.1'))).toBe(30 * 60);
+  });
+
+  it('counts an attempt without an account against its address alone', async () => {
+    const store = new MemoryCounterStore();
+    const throttle = new LoginThrottle(store, { perAddress: 3, perAccount: 1 });
+    for (let i = 0; i < 3; i++) await throttle.begin(`10.0.0.${i}`, null);
+    expect(store.size).toBe(3);
+    for (let i = 0; i < 3; i++) await throttle.begin('10.0.0.9', null);
+    await refusal(throttle.begin('10.0.0.9', null));
+    await throttle.succeeded('10.0.0.1', null);
+    expect(store.size).toBe(4);
+  });
+
   it('is off with a per-address limit of 0, and the ceiling alone is off with a per-account limit of 0', async () => {
     const off = setUp({ perAddress: 0, perAccount: 1 });
     for (let i = 0; i < 50; i++) await off.fail('10.0.0.1');

@@ -39,9 +39,15 @@ export function throttledAddress(ip: string): string {
  *   for 30 days after a successful login from it.
  *
  * The account is a key the caller chooses: the account's id when it exists, else the name
- * tried. Refused attempts are refused before the password is checked and are not counted. An
- * attempt takes its counts before the password is checked and gives them back if it succeeds,
- * so that concurrent attempts cannot all pass the check before any failure is counted.
+ * tried; null for an attempt that names nothing worth a ceiling (an unknown confirmation
+ * token), which counts against its address alone. Refused attempts are refused before the
+ * password is checked and are not counted. An attempt takes its counts before the password is
+ * checked and gives them back if it succeeds, so that concurrent attempts cannot all pass the
+ * check before any failure is counted.
+ *
+ * An address over its limit is refused before anything is counted for the account it names:
+ * a refused attempt leaves no state behind, so a flood of them under ever new names costs no
+ * memory (nor Redis keys).
  */
 export class LoginThrottle {
   constructor(
@@ -49,13 +55,16 @@ export class LoginThrottle {
     private readonly limits: LoginLimits,
   ) {}
 
-  private keys(ip: string, account: string) {
+  private keys(ip: string, account: string | null) {
     const address = throttledAddress(ip);
-    const name = account.trim().toLowerCase();
+    const name = account?.trim().toLowerCase();
     return {
       address: `login:ip:${address}`,
-      account: `login:account-hour:${name}`,
-      known: `login:known:${name}:${address}`,
+      // Nothing is counted for an account, nor known to it, without a ceiling to apply.
+      account:
+        name === undefined || !this.ceiling
+          ? null
+          : { count: `login:account-hour:${name}`, known: `login:known:${name}:${address}` },
     };
   }
 
@@ -64,35 +73,41 @@ export class LoginThrottle {
   }
 
   /** Counts an attempt, or refuses it (uncounted) when it is over a limit that applies to it. */
-  async begin(ip: string, account: string): Promise<void> {
+  async begin(ip: string, account: string | null): Promise<void> {
     if (this.limits.perAddress === 0) return;
     const keys = this.keys(ip, account);
-    const [address, total] = await Promise.all([
-      this.store.increment(keys.address, ADDRESS_WINDOW_MS),
-      this.ceiling ? this.store.increment(keys.account, ACCOUNT_WINDOW_MS) : undefined,
-    ]);
-    const waits: number[] = [];
-    if (address.count > this.limits.perAddress) waits.push(address.resetInMs);
-    if (total !== undefined && total.count > this.limits.perAccount && !(await this.known(keys.known))) {
-      waits.push(total.resetInMs);
+    const address = await this.store.increment(keys.address, ADDRESS_WINDOW_MS);
+    if (address.count > this.limits.perAddress) {
+      // Refused already: the account's count is only looked at (for the longer wait, if its
+      // ceiling refuses this address too), never started.
+      const waits = [address.resetInMs];
+      if (keys.account !== null) {
+        const total = await this.store.peek(keys.account.count);
+        if (total.count >= this.limits.perAccount && !(await this.known(keys.account.known)))
+          waits.push(total.resetInMs);
+      }
+      await this.store.decrement(keys.address);
+      throw new TooManyRequestsError(Math.max(...waits) / 1000);
     }
-    if (waits.length === 0) return;
+    if (keys.account === null) return;
+    const total = await this.store.increment(keys.account.count, ACCOUNT_WINDOW_MS);
+    if (total.count <= this.limits.perAccount || (await this.known(keys.account.known))) return;
     await this.giveBack(keys);
-    throw new TooManyRequestsError(Math.max(...waits) / 1000);
+    throw new TooManyRequestsError(total.resetInMs / 1000);
   }
 
   /**
    * A successful attempt is no failure: it gives back its own counts (and nothing of anyone
    * else's), and makes its address known to the account.
    */
-  async succeeded(ip: string, account: string): Promise<void> {
+  async succeeded(ip: string, account: string | null): Promise<void> {
     if (this.limits.perAddress === 0) return;
     const keys = this.keys(ip, account);
     await this.giveBack(keys);
-    if (!this.ceiling) return;
+    if (keys.account === null) return;
     // Starting the marker afresh renews it for another 30 days.
-    await this.store.reset(keys.known);
-    await this.store.increment(keys.known, KNOWN_ADDRESS_MS);
+    await this.store.reset(keys.account.known);
+    await this.store.increment(keys.account.known, KNOWN_ADDRESS_MS);
   }
 
   /**
@@ -100,7 +115,7 @@ export class LoginThrottle {
    * still to come), or a password confirmed by a caller already logged in: it gives back its own
    * counts, and makes its address known to no one.
    */
-  async passed(ip: string, account: string): Promise<void> {
+  async passed(ip: string, account: string | null): Promise<void> {
     if (this.limits.perAddress === 0) return;
     await this.giveBack(this.keys(ip, account));
   }
@@ -112,7 +127,7 @@ export class LoginThrottle {
   private async giveBack(keys: ReturnType<LoginThrottle['keys']>): Promise<void> {
     await Promise.all([
       this.store.decrement(keys.address),
-      this.ceiling ? this.store.decrement(keys.account) : undefined,
+      keys.account === null ? undefined : this.store.decrement(keys.account.count),
     ]);
   }
 }

@@ -164,8 +164,10 @@ export class SessionService {
     const ip = context.ip ?? 'unknown';
     const id = sha256Hex(body.confirmation_token);
     const pending = await this.deps.checkpoints.find(id);
-    // Counted against the account the token is for; a token that names nothing is its own.
-    const account = pending === undefined ? `checkpoint:${id}` : `user:${pending.user_id}`;
+    // Counted against the account the token is for. A token that names nothing counts against
+    // its address alone: a per-token ceiling would never be reached (guesses are all different
+    // tokens), yet each would hold a counter for an hour.
+    const account = pending === undefined ? null : `user:${pending.user_id}`;
     await this.deps.throttle.begin(ip, account);
 
     const now = this.deps.clock();

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { MetricsAddress } from '../config.ts';
 import type { JobAttemptEnd, JobObserver } from '../jobs/job-observer.ts';
+import type { SharedCounterHealth } from '../shared/fallback-counter-store.ts';
 
 export interface MetricsDeps {
   /** Queued jobs by kind, read when scraped. */
@@ -13,6 +14,8 @@ export interface MetricsDeps {
   logger: Logger;
   /** How long a scrape waits for the queue depth before it leaves it out. */
   scrapeTimeoutMs?: number;
+  /** The shared counters (Redis), when REDIS_URL is set. */
+  redis?: SharedCounterHealth | null;
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -69,6 +72,27 @@ export class Metrics implements JobObserver {
       help: 'Bytes of file content written to server volumes by restores that succeeded',
       registers,
     });
+    const redis = deps.redis;
+    if (redis !== undefined && redis !== null) {
+      // Read from the store when scraped: it knows whether Redis answered its last call.
+      new Gauge({
+        name: 'aerie_redis_up',
+        help: 'Whether Redis answered its last call (1) or not (0: limits are counted per process)',
+        registers,
+        collect() {
+          this.set(redis.up ? 1 : 0);
+        },
+      });
+      new Counter({
+        name: 'aerie_redis_fallbacks_total',
+        help: 'Rate-limit and login-throttle counts taken in memory because Redis did not answer',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(redis.fallbacks);
+        },
+      });
+    }
     const queued = () => this.queuedJobs();
     new Gauge({
       name: 'aerie_jobs_queued',

@@ -6,11 +6,21 @@ import type { StatusRepository } from './status.repository.ts';
 
 export type ReadinessCheck = 'database' | 'migrations' | 'storage';
 
-/** Each check's result: `ok`, or a few words on what is wrong (never an internal error message). */
+/**
+ * Each check's result: `ok`, or a few words on what is wrong (never an internal error message).
+ * `redis` (present when REDIS_URL is set) does not count towards `ready`: without Redis every
+ * request is still served, with limits counted per process, so the process stays in the load
+ * balancer and says it is `degraded`.
+ */
 export interface Readiness {
   ready: boolean;
-  checks: Record<ReadinessCheck, string>;
+  /** Ready, but a dependency it can do without (Redis) is not answering. */
+  degraded: boolean;
+  checks: Record<ReadinessCheck, string> & { redis?: string };
 }
+
+/** What readiness says of a Redis that does not answer. */
+export const REDIS_UNREACHABLE = 'unreachable; limits are counted per process';
 
 export interface HealthDeps {
   status: StatusRepository;
@@ -18,6 +28,8 @@ export interface HealthDeps {
   knownMigrations: readonly string[];
   /** Resolves when backup storage takes a write; rejects otherwise. */
   probeStorage: () => Promise<void>;
+  /** Whether Redis answers (it logs a change itself); absent without REDIS_URL. */
+  probeRedis?: () => Promise<boolean>;
   logger: Logger;
   /** How long one check may take before it counts as failed. */
   timeoutMs?: number;
@@ -45,13 +57,18 @@ export class HealthService {
   }
 
   async readiness(): Promise<Readiness> {
-    const [database, migrations, storage] = await Promise.all([
+    const [database, migrations, storage, redis] = await Promise.all([
       this.check('database', 'unreachable', () => this.deps.status.ping()),
       this.check('migrations', 'could not be read', () => this.migrationsCurrent()),
       this.check('storage', 'not writable', () => this.storageWritable()),
+      this.deps.probeRedis?.().then((answers) => (answers ? 'ok' : REDIS_UNREACHABLE)),
     ]);
     const checks = { database, migrations, storage };
-    return { ready: Object.values(checks).every((result) => result === 'ok'), checks };
+    return {
+      ready: Object.values(checks).every((result) => result === 'ok'),
+      degraded: redis !== undefined && redis !== 'ok',
+      checks: redis === undefined ? checks : { ...checks, redis },
+    };
   }
 
   /** A probe write at most every `storageRecheckMs` while it succeeds; at every call once it fails. */

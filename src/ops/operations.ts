@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
+import type { ReconcileReport } from '../backups/backup-reconcile.service.ts';
 import { ActivityRepository } from '../activity/activity.repository.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Db } from '../db/connection.ts';
 import { knownMigrations } from '../db/migrate.ts';
 import { Metrics } from '../metrics/metrics.ts';
+import type { SharedCounterHealth } from '../shared/fallback-counter-store.ts';
 import type { Clock } from '../shared/time.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
 import { HealthService, probeBackupStorage } from './health.service.ts';
@@ -21,6 +23,10 @@ export interface OperationsDeps {
   jobKinds: readonly string[];
   /** Where backups are kept: readiness checks it takes a write. */
   backupStorage: BackupStorage;
+  /** Reconciles backup storage with the backups; retention runs it after pruning rows. */
+  reconcileStorage?: () => Promise<ReconcileReport>;
+  /** The shared counters (Redis), when REDIS_URL is set: readiness and metrics report them. */
+  sharedCounters?: SharedCounterHealth | null;
 }
 
 /** What keeps a deployment observable and tidy: readiness, metrics (when on) and retention. */
@@ -48,16 +54,19 @@ export function createOperations({
   logger,
   jobKinds,
   backupStorage,
+  reconcileStorage,
+  sharedCounters = null,
 }: OperationsDeps): Operations {
   const status = new StatusRepository(db.kysely);
   const health = new HealthService({
     status,
     knownMigrations: knownMigrations(db),
     probeStorage: () => probeBackupStorage(backupStorage),
+    ...(sharedCounters === null ? {} : { probeRedis: () => sharedCounters.probe() }),
     logger,
   });
   const metrics = config.metrics.enabled
-    ? new Metrics({ queuedJobs: () => status.queuedJobsByKind(), jobKinds, logger })
+    ? new Metrics({ queuedJobs: () => status.queuedJobsByKind(), jobKinds, logger, redis: sharedCounters })
     : null;
   const retention = new RetentionService({
     activity: new ActivityRepository(db.kysely, db.kind),
@@ -66,6 +75,7 @@ export function createOperations({
     clock,
     logger,
     activityRetentionDays: config.activityRetentionDays,
+    ...(reconcileStorage ? { reconcileStorage } : {}),
   });
   const retentionSchedule = new RetentionSchedule(retention, logger);
   return {

@@ -4,12 +4,19 @@ import type { HealthService } from '../../ops/health.service.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
 import { errorEnvelope } from '../envelope.ts';
 
-const Checks = Type.Object({ database: Type.String(), migrations: Type.String(), storage: Type.String() });
+const Checks = Type.Object({
+  database: Type.String(),
+  migrations: Type.String(),
+  storage: Type.String(),
+  /** Only with REDIS_URL; never makes the process unready (see `Readiness`). */
+  redis: Type.Optional(Type.String()),
+});
 
 /**
  * Probes for orchestrators and load balancers: no authentication, no rate limit, no activity
  * entry, and their requests are not logged at info level (a probe every few seconds would drown
- * the log). `/health/live` touches nothing; `/health/ready` checks what serving needs.
+ * the log). `/health/live` touches nothing; `/health/ready` checks what serving needs: 200
+ * `ok`, 200 `degraded` when only Redis is not answering (requests are still served), else 503.
  */
 export function healthRoutes(app: FastifyInstance, health: HealthService): void {
   app.get(
@@ -27,7 +34,10 @@ export function healthRoutes(app: FastifyInstance, health: HealthService): void 
       schema: {
         hide: true,
         response: {
-          200: Type.Object({ status: Type.Literal('ok'), checks: Checks }),
+          200: Type.Object({
+            status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+            checks: Checks,
+          }),
           503: Type.Object({
             status: Type.Literal('unavailable'),
             checks: Checks,
@@ -39,11 +49,11 @@ export function healthRoutes(app: FastifyInstance, health: HealthService): void 
       },
     },
     async (_request, reply) => {
-      const { ready, checks } = await health.readiness();
+      const { ready, degraded, checks } = await health.readiness();
       reply.header('cache-control', 'no-store');
-      if (ready) return { status: 'ok' as const, checks };
+      if (ready) return { status: degraded ? ('degraded' as const) : ('ok' as const), checks };
       const failed = Object.entries(checks)
-        .filter(([, result]) => result !== 'ok')
+        .filter(([name, result]) => result !== 'ok' && name !== 'redis')
         .map(([name, result]) => `${name} ${result}`);
       return reply.code(503).send({
         status: 'unavailable' as const,
