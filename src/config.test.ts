@@ -84,6 +84,7 @@ describe('loadConfig', () => {
     ['AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 'lots'],
     ['AERIE_JOB_LEASE_SECONDS', '0'],
     ['AERIE_JOB_TIMEOUT_SECONDS', '0'],
+    ['AERIE_JOB_RETRY_MINUTES', '-1'],
     ['AERIE_SHUTDOWN_TIMEOUT_SECONDS', 'soon'],
     ['AERIE_REQUEST_TIMEOUT_SECONDS', '0'],
   ])('stops on a bad %s (%s) with a message naming it', (name, value) => {
@@ -95,6 +96,12 @@ describe('loadConfig', () => {
 });
 
 describe('operations settings', () => {
+  it('retries jobs that cannot reach the store or the database for 15 minutes by default; 0 does not', () => {
+    expect(loadConfig({}).jobRetryWindowMs).toBe(15 * 60_000);
+    expect(loadConfig({ AERIE_JOB_RETRY_MINUTES: '60' }).jobRetryWindowMs).toBe(3_600_000);
+    expect(loadConfig({ AERIE_JOB_RETRY_MINUTES: '0' }).jobRetryWindowMs).toBe(0);
+  });
+
   it('keeps 90 days of activity by default; 0 keeps everything', () => {
     expect(loadConfig({}).activityRetentionDays).toBe(90);
     expect(loadConfig({ AERIE_ACTIVITY_RETENTION_DAYS: '0' }).activityRetentionDays).toBe(0);

@@ -14,6 +14,11 @@ export interface Config {
   readonly host: string;
   readonly port: number;
   readonly redisUrl: string | null;
+  /**
+   * How long a call to Redis may take (AERIE_REDIS_TIMEOUT_MS); past it, or while Redis is
+   * unreachable, each process counts its limits in its own memory.
+   */
+  readonly redisTimeoutMs: number;
   /** Passed to Fastify's `trustProxy`: false, true, a hop count, or a list of addresses/CIDRs. */
   readonly trustProxy: boolean | number | string[];
   readonly logLevel: string;
@@ -35,6 +40,11 @@ export interface Config {
   readonly jobLeaseMs: number;
   /** How long one attempt at a job may run before it is stopped and counted as failed. */
   readonly jobTimeoutMs: number;
+  /**
+   * How long a job that cannot reach the backup store or the database keeps being tried again,
+   * from its first such failure (AERIE_JOB_RETRY_MINUTES); 0 fails it at once.
+   */
+  readonly jobRetryWindowMs: number;
   /** How long stopping waits for requests and the job in hand before it lets them go and exits. */
   readonly shutdownTimeoutMs: number;
   /** How long a client may take to send a whole request (line, headers and body): then a 408. */
@@ -282,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
     redisUrl: env.REDIS_URL?.trim() ? env.REDIS_URL.trim() : null,
+    redisTimeoutMs: integer(env, 'AERIE_REDIS_TIMEOUT_MS', 200, 10, 10_000),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel,
     bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
@@ -294,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS', 1000, 10, 60_000),
     jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
     jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS', 6 * 3600, 1, 7 * 24 * 3600) * 1000,
+    jobRetryWindowMs: integer(env, 'AERIE_JOB_RETRY_MINUTES', 15, 0, 7 * 24 * 60) * 60_000,
     shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
     requestTimeoutMs: integer(env, 'AERIE_REQUEST_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
     publicUrl: publicUrl(env.AERIE_PUBLIC_URL),

@@ -20,6 +20,7 @@ import {
   swapIn,
 } from '../storage/restore-files.ts';
 import { stageRestoreInThread } from '../storage/stage-restore.ts';
+import { fromStore } from '../storage/store-unreachable.ts';
 import { ProgressReporter, type ProgressReporterDeps } from './backup-progress.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
@@ -54,9 +55,10 @@ export interface RestoreJobDeps {
 
 /**
  * Restores a backup onto a server's volume. The archive is checked (present, checksum) and
- * extracted into a staging directory beside the volume; only then is the volume touched, by
- * swapping the staging directory in. A restore picked up again after its worker died first
- * finishes or undoes whatever that worker left (`recoverRestore`).
+ * extracted into a staging directory beside the volume (inside it, for a volume that is a mount
+ * point); only then is the volume touched, by swapping the staging directory (or its entries) in.
+ * A restore picked up again after its worker died first finishes or undoes whatever that worker
+ * left (`recoverRestore`).
  */
 export class RestoreJob implements JobHandler<Payload> {
   constructor(private readonly deps: RestoreJobDeps) {}
@@ -87,7 +89,7 @@ export class RestoreJob implements JobHandler<Payload> {
       const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
       // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
       // from S3); the job's signal ends it and removes its staging.
-      const archive = await this.deps.storageOf(backup.disk).locate(serverId, backupId);
+      const archive = await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
       const report = await stageRestoreInThread(
         paths,
         archive,

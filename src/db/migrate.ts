@@ -11,6 +11,8 @@ import { jobProgressMigration } from './migrations/2026_11_30_000000_job_progres
 import { twoFactorMigration } from './migrations/2026_11_29_000000_two_factor.ts';
 import { postgresTypesMigration } from './migrations/2026_12_02_000000_postgres_types.ts';
 import { totpPendingExpiryMigration } from './migrations/2026_12_03_000000_totp_pending_expiry.ts';
+import { jobPriorityMigration } from './migrations/2026_12_04_000000_job_priority.ts';
+import { backupDeletionsMigration } from './migrations/2026_12_05_000000_backup_deletions.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -26,6 +28,8 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_11_30_000000_job_progress': jobProgressMigration(db.kind),
     '2026_12_02_000000_postgres_types': postgresTypesMigration(db.kind),
     '2026_12_03_000000_totp_pending_expiry': totpPendingExpiryMigration(db.kind),
+    '2026_12_04_000000_job_priority': jobPriorityMigration(db.kind),
+    '2026_12_05_000000_backup_deletions': backupDeletionsMigration(db.kind),
   };
 }
 

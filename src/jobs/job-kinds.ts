@@ -17,3 +17,15 @@ export interface JobPayloads {
 }
 
 export type JobKind = keyof JobPayloads;
+
+/**
+ * The order in which a node's due jobs are claimed: the lowest priority first, then the job due
+ * longest. A restore goes before backups: its server sits in `restoring_backup` (refusing backups
+ * and deletes) from the request until the restore ends, so each backup ahead of it in the queue
+ * would lengthen that wait. Restores cannot hold backups back for long: a server has one at a
+ * time, and their number is limited per server (AERIE_RESTORE_LIMIT_PER_15_MINUTES).
+ */
+export const JOB_PRIORITY: { readonly [K in JobKind]: number } = {
+  'backup.restore': 0,
+  'backup.create': 10,
+};

@@ -3,7 +3,7 @@ import { afterCommit, type Executor, type Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
 import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { JobKind, JobPayloads } from './job-kinds.ts';
+import { JOB_PRIORITY, type JobKind, type JobPayloads } from './job-kinds.ts';
 import type { JobWakeups } from './job-wakeups.ts';
 import { JOBS_CHANNEL } from './pg-job-listener.ts';
 import type { JobRow } from './job.table.ts';
@@ -42,6 +42,7 @@ export class JobRepository {
           serverId === null
             ? null
             : db.selectFrom('servers').select('servers.node').where('servers.id', '=', serverId),
+        priority: JOB_PRIORITY[job.kind],
         attempts: 0,
         max_attempts: job.maxAttempts ?? 3,
         run_at: now,
@@ -65,9 +66,10 @@ export class JobRepository {
   }
 
   /**
-   * Claims the job that has been due longest (queued and past its `run_at`, or running on a lease
-   * that ran out at `lease_expires_at`; ties go to the older job) for `owner`: of `node`'s servers
-   * or of no server, or any job when `node` is not given. PostgreSQL and MariaDB skip rows other
+   * Claims, of the due jobs (queued and past its `run_at`, or running on a lease that ran out at
+   * `lease_expires_at`), the one of the lowest priority (a restore before backups: JOB_PRIORITY),
+   * then the one due longest, ties going to the older job, for `owner`: of `node`'s servers or of
+   * no server, or any job when `node` is not given. PostgreSQL and MariaDB skip rows other
    * workers hold locked; on every engine the UPDATE re-checks that the job is still claimable, so
    * two workers can never both win it.
    */
@@ -174,18 +176,35 @@ export class JobRepository {
     return Number(result.numUpdatedRows) === 1;
   }
 
-  /** Puts a job back in the queue to be tried again at `runAt`. */
-  async retryLater(id: number, owner: string, error: string, runAt: string, now: string): Promise<void> {
+  /**
+   * Puts a job back in the queue to be tried again at `runAt`. With `unreachableSince`, the try
+   * failed because the backup store or the database could not be reached (the first such failure
+   * of the job was then): it is counted in `unreachable_retries`, not against `max_attempts`.
+   */
+  async retryLater(
+    id: number,
+    owner: string,
+    error: string,
+    runAt: string,
+    now: string,
+    unreachableSince?: string,
+  ): Promise<void> {
     await this.db
       .updateTable('jobs')
-      .set({
+      .set((eb) => ({
         state: 'queued',
         error,
         run_at: runAt,
         lease_owner: null,
         lease_expires_at: null,
         updated_at: now,
-      })
+        ...(unreachableSince === undefined
+          ? {}
+          : {
+              unreachable_at: unreachableSince,
+              unreachable_retries: eb('unreachable_retries', '+', 1),
+            }),
+      }))
       .where('id', '=', id)
       .where('lease_owner', '=', owner)
       .execute();
@@ -209,11 +228,12 @@ function ofNode(eb: ExpressionBuilder<Database, 'jobs'>, node: string) {
 }
 
 /**
- * The id of the job due longest: the first of a few branches, each of which reads one index in
- * its own order and stops at its first row. `node`'s queued jobs come from (node, state, run_at)
- * and those of no server from the same index under null; without a node, queued jobs come from
- * (state, run_at). Jobs whose lease ran out come from (state, lease_expires_at), which holds only
- * the running jobs. One filter over all of these (an OR, ordered by id) would leave the database
+ * The id of the job to claim, of the lowest priority and then due longest: the first of a few
+ * branches, each of which reads one index in its own order and stops at its first row. `node`'s
+ * queued jobs come from (node, state, priority, run_at) and those of no server from the same index
+ * under null; without a node, queued jobs come from (state, priority, run_at). Jobs whose lease
+ * ran out come from (state, lease_expires_at), which holds only the running jobs, in the order
+ * their leases ran out (there are few: their workers died). One filter over all of these (an OR, ordered by id) would leave the database
  * to guess how many of the queued jobs are this node's, and on PostgreSQL, with many queued for
  * other nodes, the guess had it read the primary key through every one of them.
  *
@@ -231,17 +251,18 @@ function dueFirst(db: Executor, now: string, node: string | undefined, locking: 
   const queued = (of: string | null | undefined) =>
     db
       .selectFrom('jobs')
-      .select(['id', 'run_at as due'])
+      .select(['id', 'priority', 'run_at as due'])
       .$if(of !== undefined, (q) => q.where('node', of === null ? 'is' : '=', of ?? null))
       .where('state', '=', 'queued')
       .where('run_at', '<=', now)
+      .orderBy('priority')
       .orderBy('run_at')
       .orderBy('id')
       .limit(1)
       .$if(lock, (q) => q.forUpdate().skipLocked());
   const leaseLost = db
     .selectFrom('jobs')
-    .select((eb) => ['id', eb.ref('lease_expires_at').$castTo<string>().as('due')])
+    .select((eb) => ['id', 'priority', eb.ref('lease_expires_at').$castTo<string>().as('due')])
     .where('state', '=', 'running')
     .where('lease_expires_at', '<', now)
     .$if(node !== undefined, (q) => q.where((eb) => ofNode(eb, node!)))
@@ -259,6 +280,7 @@ function dueFirst(db: Executor, now: string, node: string | undefined, locking: 
   return db
     .selectFrom(union.as('candidates'))
     .select('candidates.id')
+    .orderBy('candidates.priority')
     .orderBy('candidates.due')
     .orderBy('candidates.id')
     .limit(1);

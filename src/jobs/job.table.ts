@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 export type JobState = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -15,8 +15,20 @@ export interface JobTable {
    * Null for a job of no server, which a worker of any node may run.
    */
   node: string | null;
+  /**
+   * Which of the due jobs a worker claims first: the lowest (JOB_PRIORITY in job-kinds.ts), then the
+   * one due longest.
+   */
+  priority: Generated<number>;
   attempts: number;
   max_attempts: number;
+  /**
+   * Tries that failed because the backup store or the database could not be reached: they are
+   * tried again for the retry window and do not count against `max_attempts`.
+   */
+  unreachable_retries: Generated<number>;
+  /** When the first of those failed; null while none has. */
+  unreachable_at: ColumnType<string | null, string | null | undefined, string | null>;
   run_at: string;
   lease_owner: string | null;
   lease_expires_at: string | null;

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from 'pino';
-import { AppError } from '../shared/errors.ts';
-import { ArchiveError } from '../storage/archive.types.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
+import { classifyFailure, type JobFailure } from './job-failure.ts';
 import type { JobKind, JobPayloads } from './job-kinds.ts';
 import type { JobObserver, JobOutcome, JobResult } from './job-observer.ts';
 import type { JobWakeups } from './job-wakeups.ts';
 import type { JobRepository } from './job.repository.ts';
 import type { JobRow } from './job.table.ts';
+import { afterFailure, backoffMs, retryPolicy, type RetryPolicy } from './retry-policy.ts';
 
 export interface JobContext<P> {
   id: number;
@@ -55,6 +56,11 @@ export interface WorkerDeps {
   timeoutMs: number;
   /** Told how each attempt ended (metrics). */
   observer?: JobObserver;
+  /**
+   * How a job that could not reach the backup store or the database is tried again: for how long
+   * (AERIE_JOB_RETRY_MINUTES) and with which waits (retry-policy.ts has the defaults).
+   */
+  retry?: Partial<RetryPolicy>;
 }
 
 /** Why a running job was stopped from outside its handler. */
@@ -69,17 +75,6 @@ export class JobInterrupted extends Error {
     );
     this.name = 'JobInterrupted';
   }
-}
-
-/** Failures that another try cannot mend: bad archives, refused requests. */
-function isPermanent(error: unknown): boolean {
-  return error instanceof ArchiveError || error instanceof AppError;
-}
-
-/** What the user is told: our own errors speak for themselves; anything else stays in the log. */
-export function reasonOf(error: unknown): string {
-  if (error instanceof ArchiveError || error instanceof AppError) return error.message;
-  return 'an internal error occurred; the server log has the details';
 }
 
 /** How long an interrupted job may take to clean up before the worker moves on. */
@@ -105,8 +100,10 @@ function whenAborted(signal: AbortSignal): Promise<never> {
  * Claims jobs from the database one at a time and runs them, keeping the job's lease alive
  * while it works. A job whose worker died is claimed again once its lease runs out; a job
  * claimed more often than its `max_attempts` is given up, and its handler told why. Every path
- * ends in a bounded number of attempts: a job that fails, times out, cannot be read, or whose
- * handler cannot even record its failure is still marked failed in the end.
+ * ends in a bounded number of attempts, or (for tries that could not reach the backup store or
+ * the database, which are retried with growing waits and do not count as attempts) a bounded
+ * time: a job that fails, times out, cannot be read, or whose handler cannot even record its
+ * failure is still marked failed in the end.
  */
 export class Worker {
   readonly owner: string;
@@ -124,9 +121,13 @@ export class Worker {
   /** What the last job left for after it ended (JobResult.afterwards); never rejects. */
   private afterwards: Promise<void> = Promise.resolve();
   private unsubscribe: (() => Promise<void>) | undefined;
+  private readonly retry: RetryPolicy;
+  /** Ends the wait between two tries at recording an outcome (see `recording`); set while one runs. */
+  private endPause: (() => void) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {
     this.owner = `${deps.node}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.retry = retryPolicy(deps.retry);
   }
 
   start(): void {
@@ -144,6 +145,7 @@ export class Worker {
   async stop(deadlineMs = Number.POSITIVE_INFINITY): Promise<{ abandoned: boolean }> {
     this.stopped = true;
     this.stopRequested = true;
+    this.endPause?.();
     clearTimeout(this.timer);
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
@@ -270,7 +272,8 @@ export class Worker {
         return held;
       },
     };
-    if (row.attempts > row.max_attempts) {
+    // Tries that could not reach the store or the database are not attempts.
+    if (row.attempts - row.unreachable_retries > row.max_attempts) {
       await this.failForGood(
         handler,
         job,
@@ -296,8 +299,8 @@ export class Worker {
       // A handler should stop when its signal aborts; one that does not is left behind.
       const result = await Promise.race([running, whenAborted(stop.signal)]);
       const bytes = typeof result?.bytes === 'number' ? result.bytes : null;
-      if (await this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now()))
-        log.info(ended('succeeded', bytes), 'job succeeded');
+      const finished = () => this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now());
+      if (await this.recording(finished, log)) log.info(ended('succeeded', bytes), 'job succeeded');
       else
         log.warn(
           ended('abandoned', bytes),
@@ -321,17 +324,30 @@ export class Worker {
           'job left to its lease: the worker is stopping; another worker will take it over',
         );
       } else {
-        const timedOut = cause instanceof JobInterrupted;
-        const reason = timedOut
-          ? `the job did not finish within ${this.deps.timeoutMs / 1000} seconds`
-          : reasonOf(error);
-        if (!isPermanent(error) && row.attempts < row.max_attempts) {
-          const retryAt = toStoredTime(new Date(this.deps.clock().getTime() + 2 ** row.attempts * 1000));
-          log.warn({ err: error, ...ended('retried') }, 'job failed; it will be tried again');
-          await this.deps.jobs.retryLater(row.id, this.owner, reason, retryAt, this.now());
-        } else {
+        const failure: JobFailure =
+          cause instanceof JobInterrupted
+            ? { kind: 'other', reason: `the job did not finish within ${this.deps.timeoutMs / 1000} seconds` }
+            : classifyFailure(error);
+        const next = afterFailure(this.retry, row, failure, this.deps.clock().getTime());
+        if (!next.retry) {
           log.warn({ err: error, ...ended('failed') }, 'job failed');
-          await this.failForGood(handler, job, log, reason);
+          await this.failForGood(handler, job, log, next.reason);
+        } else {
+          const at = toStoredTime(new Date(next.atMs));
+          const since = next.unreachableSinceMs;
+          log.warn({ err: error, ...ended('retried'), retryAt: at }, 'job failed; it will be tried again');
+          await this.recording(
+            () =>
+              this.deps.jobs.retryLater(
+                row.id,
+                this.owner,
+                next.reason,
+                at,
+                this.now(),
+                since === undefined ? undefined : toStoredTime(new Date(since)),
+              ),
+            log,
+          );
         }
       }
     } finally {
@@ -354,7 +370,33 @@ export class Worker {
     } catch (error) {
       log.error({ err: error }, 'the job handler could not record its failure');
     }
-    await this.deps.jobs.finish(job.id, this.owner, 'failed', reason, this.now());
+    await this.recording(() => this.deps.jobs.finish(job.id, this.owner, 'failed', reason, this.now()), log);
+  }
+
+  /**
+   * Writes a job's outcome, trying again while the database cannot be reached (for as long as
+   * the retry window, and until the worker is asked to stop). Given up at once, the job would stay
+   * running until its lease ran out, and then count as an attempt that did not finish.
+   */
+  private async recording<T>(write: () => Promise<T>, log: Logger): Promise<T> {
+    const started = Date.now();
+    for (let failures = 0; ; failures++) {
+      try {
+        return await write();
+      } catch (error) {
+        const late = Date.now() - started >= this.retry.windowMs;
+        if (!isDatabaseUnavailable(error) || this.stopRequested || late) throw error;
+        log.warn({ err: error }, 'the database is unreachable: the job outcome will be written again');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, backoffMs(this.retry, failures));
+          this.endPause = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.endPause = undefined;
+      }
+    }
   }
 }
 

@@ -22,7 +22,7 @@ export class StatusRepository {
     return rows.map((row) => row.name);
   }
 
-  /** How many jobs wait in the queue, by kind: one range of the claim index `(state, run_at)`. */
+  /** How many jobs wait in the queue, by kind: one range of the claim index `(state, priority, run_at)`. */
   async queuedJobsByKind(): Promise<Map<string, number>> {
     const rows = await this.db
       .selectFrom('jobs')

@@ -32,7 +32,7 @@ export interface ThreadOptions<M> {
    * remove what it was writing when it did not).
    */
   cleanUp?: (succeeded: boolean) => Promise<void>;
-  /** Rebuilds the error the thread failed with (default: a plain Error with its message). */
+  /** Rebuilds the error the thread failed with (default: `reviveThreadError`). */
   reviveError?: (error: ThreadError) => Error;
   /** The thread's V8 heap limits (Node's defaults when absent). */
   resourceLimits?: ResourceLimits;
@@ -53,7 +53,7 @@ export function runInThread<R, M = never>(
   input: unknown,
   options: ThreadOptions<M> = {},
 ): Promise<R> {
-  const { onMessage, signal, cleanUp, reviveError = (error) => new Error(error.message) } = options;
+  const { onMessage, signal, cleanUp, reviveError = reviveThreadError } = options;
   signal?.throwIfAborted();
   const thread = startThread(threadEntry(callerUrl, entry), input, options.resourceLimits);
   const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
@@ -97,6 +97,16 @@ export function runInThread<R, M = never>(
       throw err;
     },
   );
+}
+
+/**
+ * A plain Error with the message, name and fields the thread's error had: a system error keeps
+ * its `code`, so that the caller can tell a network failure from any other.
+ */
+export function reviveThreadError(error: ThreadError): Error {
+  const revived = Object.assign(new Error(error.message), error.fields);
+  revived.name = error.name;
+  return revived;
 }
 
 /**

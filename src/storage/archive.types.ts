@@ -9,7 +9,8 @@ export type ArchiveFailure =
   | 'unsafe-path' // an entry path has a `..` component or is otherwise unusable
   | 'disk-limit' // extracting would exceed the server's disk limit or the free space
   | 'conflict' // the archive contradicts itself (e.g. `a` is a file and `a/b` an entry)
-  | 'name-too-long'; // a path or a path component is longer than the filesystem allows
+  | 'name-too-long' // a path or a path component is longer than the filesystem allows
+  | 'nested-mount'; // another filesystem is mounted inside the volume (see mount-point.ts)
 
 export class ArchiveError extends Error {
   constructor(

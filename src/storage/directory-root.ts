@@ -7,10 +7,11 @@
  * that is reached by first opening a leading directory of it, one component at a time without
  * following a symlink, and going on from that descriptor. What is left of the path is resolved by
  * the kernel as usual: DirectoryRoot is for trees that hold no symlink we did not put there.
- * removeTreeByDescriptor deletes a tree of any depth, one component at a time.
+ * removeTreeByDescriptor deletes a tree of any depth, one component at a time (removeTree, rm -rf,
+ * falls back on it).
  */
 import { existsSync, constants as fsc } from 'node:fs';
-import { mkdir, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Where Linux exposes open descriptors as paths; absent elsewhere (we then use plain paths). */
@@ -102,6 +103,32 @@ export class DirectoryRoot {
     } finally {
       await step?.close();
     }
+  }
+}
+
+/**
+ * rm -rf. fs.rm unlinks symlinks rather than following them. It gives up on a read-only directory
+ * (when not running as root) and on a path longer than one system call accepts (a tree restored
+ * from a backup may hold paths of 4096 bytes, below a volume's own path); the removal is then
+ * finished one directory at a time, through descriptors.
+ */
+export async function removeTree(target: string): Promise<void> {
+  try {
+    await rm(target, { recursive: true, force: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'ENAMETOOLONG') throw err;
+    await removeTreeByDescriptor(target);
+  }
+}
+
+/** fsync of a directory: the entries made, renamed or removed in it are on disk. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

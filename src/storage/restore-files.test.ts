@@ -91,6 +91,12 @@ describe('restorePaths', () => {
       retired: `/srv/volumes/.restore-${UUID}-42.old`,
       trash: `/srv/volumes/.trash/.restore-${UUID}-42.old`,
       report: `/srv/volumes/.restore-${UUID}-42.report.json`,
+      // A volume that is a mount point is restored inside itself.
+      inPlace: {
+        staging: `/srv/volumes/${UUID}/.aerie-restore-42.staging`,
+        moving: `/srv/volumes/${UUID}/.aerie-restore-42.moving`,
+        retired: `/srv/volumes/${UUID}/.aerie-restore-42.old`,
+      },
     });
   });
 
@@ -273,7 +279,7 @@ describe('recoverRestore', () => {
   function leave(paths: RestorePaths, dirs: { volume?: string; staging?: string; retired?: string }): void {
     fs.rmSync(paths.volume, { recursive: true, force: true });
     for (const [key, content] of Object.entries(dirs)) {
-      write(path.join(paths[key as keyof RestorePaths], 'marker.txt'), content);
+      write(path.join(paths[key as 'volume' | 'staging' | 'retired'], 'marker.txt'), content);
     }
   }
 

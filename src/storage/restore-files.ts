@@ -7,6 +7,17 @@
  * looks at which of these exist and finishes or undoes whatever a dead worker left behind. Nothing
  * here follows a symlink that lives inside a volume: the live tree is read through VolumeDir, and
  * trees are removed without following links.
+ *
+ * A volume that is a mount point (its own filesystem, or a bind mount) can be neither renamed
+ * (EBUSY) nor hard-linked from (EXDEV). Its restore is staged inside the volume itself, in hidden
+ * directories named after the job, and swapped in entry by entry (swap-in-place.ts). What that
+ * gives: a failure before the swap leaves the volume's contents exactly as they were; once the
+ * swap has begun, a crash is finished by recovery, so the volume ends as the old tree or the
+ * restored one, never a mix; but while the swap runs, the volume holds part of each for a moment
+ * (its server is `restoring_backup` meanwhile). The replaced entries are deleted before the
+ * outcome is recorded (they cannot leave the volume's filesystem for the trash). Mount points
+ * below the volume's root are not moved across: such a restore fails, at once, naming EXDEV or
+ * EBUSY.
  */
 import {
   chmodSync,
@@ -16,15 +27,16 @@ import {
   readlinkSync,
   symlinkSync,
   utimesSync,
-  constants as fsc,
   type Stats,
 } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ArchiveError, type ExtractReport, type Progress } from './archive.types.ts';
-import { DirectoryRoot, removeTreeByDescriptor } from './directory-root.ts';
+import { DirectoryRoot, removeTree, syncDirectory } from './directory-root.ts';
+import { isMountPoint, mountsInside } from './mount-point.ts';
 import { readReport, saveReport } from './restore-report.ts';
+import { inPlaceNames, recoverInPlace, swapInPlace } from './swap-in-place.ts';
 import { isGone, VolumeDir } from './volume-dir.ts';
 import { ENTRY_COST, extractArchive } from './extract.ts';
 
@@ -36,6 +48,17 @@ export interface RestorePaths {
   trash: string;
   /** The extraction's report, saved once staging is complete and kept until the outcome is recorded. */
   report: string;
+  /** Inside the volume: where a volume that is a mount point is restored (see swapInPlace). */
+  inPlace: InPlacePaths;
+}
+
+export interface InPlacePaths {
+  /** The restored tree, built on the volume's own filesystem. */
+  staging: string;
+  /** Where the live entries go while the swap runs; its creation commits the swap. */
+  moving: string;
+  /** The same directory, renamed once it holds every live entry: the staged ones then move in. */
+  retired: string;
 }
 
 export interface StageOptions {
@@ -66,16 +89,17 @@ export function restorePaths(
   }
   if (!Number.isSafeInteger(jobId)) throw new Error(`invalid job id ${jobId}`);
   if (!Number.isSafeInteger(attempt) || attempt < 1) throw new Error(`invalid attempt ${attempt}`);
-  const prefix = path.join(
-    volumesDir,
-    `.restore-${serverUuid}-${jobId}${attempt === 1 ? '' : `-${attempt}`}`,
-  );
+  const suffix = attempt === 1 ? '' : `-${attempt}`;
+  const prefix = path.join(volumesDir, `.restore-${serverUuid}-${jobId}${suffix}`);
+  const volume = path.join(volumesDir, serverUuid);
+  const inside = path.join(volume, `.aerie-restore-${jobId}${suffix}`);
   return {
-    volume: path.join(volumesDir, serverUuid),
+    volume,
     staging: `${prefix}.staging`,
     retired: `${prefix}.old`,
     trash: path.join(trashOf(volumesDir), `${path.basename(prefix)}.old`),
     report: `${prefix}.report.json`,
+    inPlace: { staging: `${inside}.staging`, moving: `${inside}.moving`, retired: `${inside}.old` },
   };
 }
 
@@ -88,9 +112,10 @@ function trashOf(volumesDir: string): string {
 }
 
 /**
- * Builds the restored tree in `paths.staging`: the backup, plus (unless truncating) whatever only
- * the live volume has, then saves the report beside it (`paths.report`). The live volume is only
- * read. On failure the staging directory and the report are removed.
+ * Builds the restored tree in `paths.staging` (in `paths.inPlace.staging` for a volume that is a
+ * mount point): the backup, plus (unless truncating) whatever only the live volume has, then saves
+ * the report beside it (`paths.report`). The live volume's entries are only read. On failure the
+ * staging directory and the report are removed.
  */
 export async function stageRestore(
   paths: RestorePaths,
@@ -99,14 +124,25 @@ export async function stageRestore(
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
   const volumeStats = await stat(paths.volume);
+  const nested = await mountsInside(paths.volume);
+  if (nested.length > 0) {
+    throw new ArchiveError(
+      'nested-mount',
+      `the volume has another filesystem mounted inside it (${nested[0]!.slice(0, 100)}); a restore would move ` +
+        'or delete what that mount holds, so it was refused: unmount it, or mount it outside the volume',
+    );
+  }
+  // Decided here, before any work: swapIn and recovery follow whichever staging exists.
+  const inPlace = await isMountPoint(paths.volume);
+  const staging = inPlace ? paths.inPlace.staging : paths.staging;
   await rm(paths.report, { force: true });
-  await removeTree(paths.staging);
-  await mkdir(paths.staging, { mode: 0o700 });
+  await removeTree(staging);
+  await mkdir(staging, { mode: 0o700 });
   try {
     let last: Progress = { files: 0, bytes: 0 };
     const report = await extractArchive(
       archive,
-      paths.staging,
+      staging,
       {
         maxBytes: options.maxBytes,
         ...(options.signal ? { signal: options.signal } : {}),
@@ -120,10 +156,13 @@ export async function stageRestore(
     if (!options.truncate) {
       onProgress?.({ ...last, phase: 'merging' });
       const used = report.bytes + ENTRY_COST * (report.files + report.directories);
-      await mergeLiveVolume(paths.volume, paths.staging, new MergeBudget(used, options.maxBytes));
+      const skipped = inPlace ? inPlaceNames(paths) : new Set<string>();
+      await mergeLiveVolume(paths.volume, staging, new MergeBudget(used, options.maxBytes), skipped);
     }
-    await chmod(paths.staging, volumeStats.mode & 0o7777);
-    await saveReport(paths.report, paths.staging, report);
+    await chmod(staging, volumeStats.mode & 0o7777);
+    // The report names the directory that will be the volume: the staging tree, or (in place) the
+    // volume itself, whose entries are swapped.
+    await saveReport(paths.report, inPlace ? paths.volume : staging, report);
     await syncDirectory(path.dirname(paths.report)); // on disk before the swap it describes
     return report;
   } catch (err) {
@@ -136,6 +175,7 @@ export async function stageRestore(
 export async function discardStaging(paths: RestorePaths): Promise<void> {
   await rm(paths.report, { force: true });
   await removeTree(paths.staging);
+  await removeTree(paths.inPlace.staging);
 }
 
 /**
@@ -157,6 +197,7 @@ export async function discardReport(paths: RestorePaths): Promise<void> {
  * takes seconds (as long as extracting it, on the bench tree), and the server need not wait for it.
  */
 export async function swapIn(paths: RestorePaths): Promise<void> {
+  if (await exists(paths.inPlace.staging)) return swapInPlace(paths);
   await rename(paths.volume, paths.retired);
   await rename(paths.staging, paths.volume);
   await mkdir(path.dirname(paths.trash), { recursive: true, mode: 0o700 });
@@ -192,6 +233,8 @@ export async function emptyTrash(volumesDir: string): Promise<void> {
  * restore's saved report is kept (read it with savedReport) until discardReport.
  */
 export async function recoverRestore(paths: RestorePaths): Promise<RecoveryOutcome> {
+  const inPlace = await recoverInPlace(paths);
+  if (inPlace !== null) return inPlace;
   const [volume, staging, retired, report] = await Promise.all([
     exists(paths.volume),
     exists(paths.staging),
@@ -246,12 +289,18 @@ class MergeBudget {
   }
 }
 
-async function mergeLiveVolume(volume: string, staging: string, budget: MergeBudget): Promise<void> {
+/** Merges the live volume into staging; `skipped`: names at its root that are not the user's. */
+async function mergeLiveVolume(
+  volume: string,
+  staging: string,
+  budget: MergeBudget,
+  skipped: ReadonlySet<string>,
+): Promise<void> {
   const live = await VolumeDir.open(volume);
   try {
     const staged = await DirectoryRoot.open(staging);
     try {
-      await mergeDirectory(live, staged, '', budget);
+      await mergeDirectory(live, staged, '', budget, skipped);
     } finally {
       await staged.close();
     }
@@ -269,9 +318,10 @@ async function mergeDirectory(
   staged: DirectoryRoot,
   prefix: string,
   budget: MergeBudget,
+  skipped: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   for await (const entry of live.entries()) {
-    await mergeEntry(live, entry.name, staged, prefix + entry.name, budget);
+    if (!skipped.has(entry.name)) await mergeEntry(live, entry.name, staged, prefix + entry.name, budget);
   }
 }
 
@@ -367,31 +417,6 @@ async function inSubdirectory(
     return true;
   } finally {
     await dir.close();
-  }
-}
-
-/**
- * rm -rf. fs.rm unlinks symlinks rather than following them. It gives up on a read-only directory
- * (when not running as root) and on a path longer than one system call accepts (a tree restored
- * from a backup may hold paths of 4096 bytes, below a volume's own path); the removal is then
- * finished one directory at a time, through descriptors.
- */
-async function removeTree(target: string): Promise<void> {
-  try {
-    await rm(target, { recursive: true, force: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'ENAMETOOLONG') throw err;
-    await removeTreeByDescriptor(target);
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

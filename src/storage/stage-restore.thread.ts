@@ -5,6 +5,7 @@ import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import type { ExtractReport, Progress } from './archive.types.ts';
 import { stageRestore, type StageOptions } from './restore-files.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
+import { fromStore } from './store-unreachable.ts';
 
 const input = workerData as StageRestoreInput;
 // Background work: the thread answering HTTP (and the other servers' processes) go first.
@@ -21,7 +22,10 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
   if (typeof archive === 'string') return stageRestore(input.paths, archive, options, onProgress);
   // An S3 archive is streamed from the store by this thread, hashed and extracted on one pass.
   // The S3 client is loaded only then: loading it costs a local restore's thread about 0.2 s of
-  // CPU and 20 MB.
+  // CPU and 20 MB. The only sockets this thread opens are the store's: a network failure here is
+  // the store's, and is marked so (to be retried while the store is away).
   const { withArchiveStream } = await import('./s3-object.ts');
-  return withArchiveStream(archive, (stream) => stageRestore(input.paths, stream, options, onProgress));
+  return fromStore(() =>
+    withArchiveStream(archive, (stream) => stageRestore(input.paths, stream, options, onProgress)),
+  );
 });

@@ -3,7 +3,7 @@
  * the writes and the walk of the live volume keep their CPU work off the event loop that answers
  * HTTP, however large the archive.
  */
-import { runInThread, type ThreadError } from '../shared/thread.ts';
+import { reviveThreadError, runInThread, type ThreadError } from '../shared/thread.ts';
 import { ArchiveError, type ArchiveFailure, type ExtractReport, type Progress } from './archive.types.ts';
 import type { ArchiveLocation } from './backup-storage.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
@@ -60,7 +60,7 @@ export function stageRestoreInThread(
 }
 
 function reviveError(error: ThreadError): Error {
-  if (error.name !== 'ArchiveError') return new Error(error.message);
+  if (error.name !== 'ArchiveError') return reviveThreadError(error);
   const { reason, entry } = error.fields;
   return new ArchiveError(
     reason as ArchiveFailure,

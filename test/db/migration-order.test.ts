@@ -44,6 +44,9 @@ it('runs a missing older migration after newer ones', async () => {
     ['2026_11_29_000000_two_factor', 'Success'],
     ['2026_11_30_000000_job_progress', 'Success'],
     ['2026_12_02_000000_postgres_types', 'Success'],
+    ['2026_12_03_000000_totp_pending_expiry', 'Success'],
+    ['2026_12_04_000000_job_priority', 'Success'],
+    ['2026_12_05_000000_backup_deletions', 'Success'],
   ]);
   const servers = await db.kysely.introspection.getTables();
   expect(servers.find((t) => t.name === 'servers')?.columns.map((c) => c.name)).toContain('node');
