@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { backupCreateCommand } from './cli/commands/backup-create.ts';
 import { backupImportCommand } from './cli/commands/backup-import.ts';
+import { backupReconcileCommand } from './cli/commands/backup-reconcile.ts';
 import { keyCreateCommand } from './cli/commands/key-create.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { serveCommand } from './cli/commands/serve.ts';
@@ -11,7 +12,7 @@ import { userDisableTwoFactorCommand } from './cli/commands/user-disable-2fa.ts'
 import { workerCommand } from './cli/commands/worker.ts';
 import { packageVersion } from './cli/version.ts';
 import { ConfigError } from './config.ts';
-import { AppError } from './shared/errors.ts';
+import { AppError, ValidationError } from './shared/errors.ts';
 
 const cli = new Command('aerie')
   .description('A Pterodactyl-compatible client API server')
@@ -30,11 +31,17 @@ serverAddSubuserCommand(server);
 const backup = cli.command('backup').description('manage backups');
 backupCreateCommand(backup);
 backupImportCommand(backup);
+backupReconcileCommand(backup);
 
 try {
   await cli.parseAsync(process.argv);
 } catch (error) {
   const known = error instanceof ConfigError || error instanceof AppError;
-  process.stderr.write(`aerie: ${known ? error.message : String((error as Error).stack ?? error)}\n`);
+  // A refused field says which field and why, as the API's 422 does; the summary alone would not.
+  const message =
+    error instanceof ValidationError ? error.fields.map((field) => field.message).join(' ') : undefined;
+  process.stderr.write(
+    `aerie: ${message ?? (known ? error.message : String((error as Error).stack ?? error))}\n`,
+  );
   process.exitCode = 1;
 }

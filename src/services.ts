@@ -17,9 +17,12 @@ import type { CounterStore } from './shared/counter-store.ts';
 import type { Clock } from './shared/time.ts';
 import pino, { type Logger } from 'pino';
 import { BackupRepository } from './backups/backup.repository.ts';
+import { BackupDeletionRepository } from './backups/backup-deletion.repository.ts';
 import { BackupManagementService } from './backups/backup-management.service.ts';
 import { BackupRestoreService } from './backups/backup-restore.service.ts';
 import { BackupArchiveJob } from './backups/backup-archive.job.ts';
+import { BackupReconcileService } from './backups/backup-reconcile.service.ts';
+import { ReconcileRepository } from './backups/reconcile.repository.ts';
 import { RestoreThrottle } from './backups/restore-throttle.ts';
 import { DownloadSigner } from './backups/download-signer.ts';
 import { loadAppKey } from './shared/app-key.ts';
@@ -163,8 +166,10 @@ export function createServices({
   });
   const progress = { logger, intervalMs: config.progressIntervalMs };
   const backupRepository = new BackupRepository(kysely, serverChanges);
+  const backupDeletions = new BackupDeletionRepository(kysely);
   const backupRestore = new BackupRestoreService({
     servers: serverRepository,
+    backups: backupRepository,
     jobs,
     activity,
     transaction,
@@ -175,10 +180,22 @@ export function createServices({
       config.apiRateLimitPerMinute === 0 ? null : config.restoreLimitPer15Minutes,
     ),
   });
+  // Both stores are taken stock of when backups go to S3: the local one holds the backups made
+  // before, and the scratch files of imports to S3.
+  const backupReconcile = new BackupReconcileService({
+    backups: backupRepository,
+    deletions: backupDeletions,
+    reconcile: new ReconcileRepository(kysely),
+    stores: storage === localStorage ? [localStorage] : [localStorage, storage],
+    activity,
+    transaction,
+    clock,
+    logger,
+  });
   const backupManagement = new BackupManagementService({
     backups: backupRepository,
+    deletions: backupDeletions,
     servers: serverRepository,
-    access,
     jobs,
     activity,
     storage,
@@ -187,6 +204,7 @@ export function createServices({
     transaction,
     clock,
     logger,
+    progress,
     volumeOf: (server) => servers.volumeOf(server),
   });
   const jobHandlers: JobHandlers = {
@@ -228,6 +246,7 @@ export function createServices({
       leaseMs: config.jobLeaseMs,
       ...(jobObserver ? { observer: jobObserver } : {}),
       timeoutMs: config.jobTimeoutMs,
+      retry: { windowMs: config.jobRetryWindowMs },
     });
   return {
     activity,
@@ -249,6 +268,8 @@ export function createServices({
     jobWakeups,
     /** Where backup archives are kept (readiness checks that it takes a write). */
     backupStorage: storage,
+    /** Removes what backup storage holds that is garbage (`backup reconcile`, retention). */
+    backupReconcile,
     createWorker,
   };
 }

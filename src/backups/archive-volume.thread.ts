@@ -5,6 +5,7 @@ import { runThreadWork } from '../shared/thread.ts';
 import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import type { Progress } from '../storage/archive.types.ts';
 import { createArchive, type ArchiveSink } from '../storage/create-archive.ts';
+import { markFromStore } from '../storage/store-unreachable.ts';
 import type { ArchiveVolumeInput } from './archive-volume.ts';
 import { ignoreMatcher } from './ignore-patterns.ts';
 
@@ -18,13 +19,18 @@ runThreadWork<Awaited<ReturnType<typeof createArchive>>, Progress>(async (signal
   const report = input.reportProgress ? (progress: Progress) => post((last = progress)) : undefined;
   // A part's buffers live through several young collections while it uploads, and V8 would free
   // them only 64 MB later: once a part is stored, this thread's whole heap (a few MB) is collected.
-  const sink: string | ArchiveSink =
-    output.kind === 'file'
-      ? output.path
-      : finishing(
-          (await import('../storage/s3-object.ts')).s3UploadSink(output.upload, () => collectGarbage('all')),
-          () => report?.({ ...last, phase: 'uploading' }),
-        );
+  let sink: string | ArchiveSink;
+  if (output.kind === 'file') sink = output.path;
+  else {
+    const s3 = await import('../storage/s3-object.ts');
+    // Before its own upload begins, any an earlier attempt at this archive left open (its process
+    // killed mid-way) is aborted, so that its parts do not stay in the bucket.
+    await s3.abortEarlierUploads(output.upload);
+    sink = finishing(
+      s3.s3UploadSink(output.upload, () => collectGarbage('all')),
+      () => report?.({ ...last, phase: 'uploading' }),
+    );
+  }
   try {
     return await createArchive(
       input.volume,
@@ -36,8 +42,10 @@ runThreadWork<Awaited<ReturnType<typeof createArchive>>, Progress>(async (signal
       input.progressIntervalMs,
     );
   } catch (error) {
-    if (typeof sink !== 'string') await sink.discard(); // also when the volume could not be opened
-    throw error;
+    if (typeof sink === 'string') throw error;
+    await sink.discard(); // also when the volume could not be opened
+    // This thread's only sockets are the upload's: a network failure is the store's.
+    throw markFromStore(error);
   }
 });
 

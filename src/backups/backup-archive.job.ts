@@ -7,6 +7,7 @@ import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
+import { fromStore } from '../storage/store-unreachable.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
 import type { BackupRepository } from './backup.repository.ts';
@@ -42,7 +43,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     const backup = await this.deps.backups.findOfServer(serverId, backupId);
     if (backup === undefined) return {}; // deleted while queued: nothing to do
     // A scratch file to move into place, or (S3) an upload made while the archive is written.
-    const target = await this.deps.storage.newArchive(serverId, backupId);
+    const target = await fromStore(() => this.deps.storage.newArchive(serverId, backupId));
     const progress = new ProgressReporter(
       { ...this.deps.progress, backups: this.deps.backups, clock: this.deps.clock },
       backup,
@@ -56,7 +57,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
         progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
         onProgress: (p) => progress.report(toCounts(p), p.phase),
       });
-      await this.deps.storage.keep(serverId, backupId, target);
+      await fromStore(() => this.deps.storage.keep(serverId, backupId, target));
       await progress.stop();
       // The outcome and the end of the progress are one write.
       await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
@@ -82,7 +83,8 @@ export class BackupArchiveJob implements JobHandler<Payload> {
       this.deps.backups.markFailed(backup, now, trx),
     );
     // A failed backup keeps no archive: one stored before a later step failed is removed. If the
-    // store cannot be reached now, the object stays until the backup is deleted.
+    // store cannot be reached now, `backup reconcile` removes it later (and any upload or scratch
+    // file an attempt left), as it does whatever a failed backup still has in storage.
     await this.deps.storage.delete(backup.serverId, backup.id).catch(() => undefined);
   }
 

@@ -6,7 +6,7 @@ import type { ActivityEvent } from '../activity/activity.events.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Transactor } from '../db/executor.ts';
 import type { JobRepository } from '../jobs/job.repository.ts';
-import type { ServerAccess, ServerAccessService } from '../servers/server-access.ts';
+import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { ServerRow } from '../servers/server.table.ts';
 import type { AuthenticatedContext } from '../users/actor.ts';
@@ -18,19 +18,28 @@ import {
   NotFoundError,
 } from '../shared/errors.ts';
 import { loadPage, type Page, type PageRequest } from '../shared/page.ts';
+import { assertText } from '../shared/text.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import { ArchiveError, type Progress } from '../storage/archive.types.ts';
 import type { BackupStorage } from '../storage/backup-storage.ts';
 import { sha256File } from '../storage/checksum.ts';
 import { verifyArchive } from '../storage/verify-archive.ts';
 import { archiveVolume } from './archive-volume.ts';
+import { ProgressReporter, type ProgressReporterDeps } from './backup-progress.ts';
+import type { BackupDeletion, BackupDeletionRepository } from './backup-deletion.repository.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { CreateBackupBody } from './backup.schema.ts';
 import type { Backup } from './backup.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
+import { threadProgressInterval, toCounts } from './job-progress.ts';
 
 const DOWNLOAD_LINK_SECONDS = 15 * 60;
+/** How often a backup made from the command line shows a sign of life when no progress comes. */
+const HEARTBEAT_MS = 60_000;
+
+/** A download link: a URL the backup store presigned, or a path on Aerie carrying a signed token. */
+export type DownloadLink = { kind: 'presigned'; url: string } | { kind: 'signed'; path: string };
 
 /** What `backup create` and `backup import` print. */
 export interface BackupRecord {
@@ -42,8 +51,9 @@ export interface BackupRecord {
 
 export interface BackupManagementDeps {
   backups: BackupRepository;
+  /** Where each deleted backup is recorded, with the delete of its row. */
+  deletions: BackupDeletionRepository;
   servers: ServerRepository;
-  access: ServerAccessService;
   jobs: JobRepository;
   activity: ActivityService;
   /** Where new backups are stored. */
@@ -54,6 +64,8 @@ export interface BackupManagementDeps {
   transaction: Transactor;
   clock: Clock;
   logger: Logger;
+  /** Where and how often a backup made from the command line writes its progress. */
+  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
   volumeOf: (server: Pick<ServerRow, 'id'>) => string;
 }
 
@@ -130,41 +142,71 @@ export class BackupManagementService {
     return backup;
   }
 
-  /** Locks an unlocked backup, unlocks a locked one. A locked backup cannot be deleted. */
+  /**
+   * Locks an unlocked backup, unlocks a locked one. A locked backup cannot be deleted. Decided on
+   * the backup as it is once the server's row is held, as a delete is: of a lock and a delete
+   * sent at once, one sees the other's outcome (a locked backup is not deleted; a deleted one is
+   * not locked).
+   */
   async toggleLock(context: AuthenticatedContext, backup: Backup): Promise<Backup> {
-    const isLocked = !backup.isLocked;
-    await this.deps.transaction(async (trx) => {
-      await this.deps.backups.setLocked(backup, isLocked, trx);
+    const { servers, backups, activity, transaction } = this.deps;
+    return transaction(async (trx) => {
+      await servers.lock(backup.serverId, trx);
+      const current = await backups.findOfServer(backup.serverId, backup.id, trx);
+      if (current === undefined) throw new NotFoundError();
+      const isLocked = !current.isLocked;
+      await backups.setLocked(current, isLocked, trx);
       const event = isLocked ? 'server:backup.lock' : 'server:backup.unlock';
-      await this.deps.activity.record(context, entry(context, event, backup), trx);
+      await activity.record(context, entry(context, event, current), trx);
+      return { ...current, isLocked };
     });
-    return { ...backup, isLocked };
   }
 
+  /**
+   * Deletes a finished, unlocked backup of a server that is not restoring, then its archive.
+   *
+   * Deleting a backup, restoring it and locking it each first take the server's row, so the
+   * database decides them one after the other, on rows read fresh once it is held, whichever API
+   * process each request reached: of a delete and a restore of one backup, one wins and the
+   * other is refused (409 while the restore runs, 404 once the backup is gone); of two deletes,
+   * the second is a 404 and records nothing. The row goes in that transaction, with its activity
+   * entry and the record of its deletion; the archive after the commit. An archive left behind
+   * (the store unreachable, or the process dying in between) is removed by `backup reconcile`,
+   * which the record tells that it is garbage.
+   */
   async delete(context: AuthenticatedContext, access: ServerAccess, backup: Backup): Promise<void> {
-    const { backups, activity, storageOf, transaction, logger } = this.deps;
-    if (backup.isLocked) throw new DisplayError('Cannot delete a backup that is marked as locked.');
-    if (backup.completedAt === null) {
-      throw new ConflictError('This backup is still being made; it can be deleted once it is done.');
-    }
-    if (access.server.status === 'restoring_backup') this.deps.access.assertIdle(access);
-    await transaction(async (trx) => {
-      await backups.delete(backup, trx);
-      await activity.record(context, entry(context, 'server:backup.delete', backup), trx);
+    const { servers, backups, deletions, activity, storageOf, transaction, clock, logger } = this.deps;
+    const deleted = await transaction(async (trx) => {
+      await servers.lock(access.server.id, trx);
+      const current = await backups.findOfServer(access.server.id, backup.id, trx);
+      if (current === undefined) throw new NotFoundError();
+      if (current.isLocked) throw new DisplayError('Cannot delete a backup that is marked as locked.');
+      if (current.completedAt === null) {
+        throw new ConflictError('This backup is still being made; it can be deleted once it is done.');
+      }
+      const server = await servers.findByReference(access.server.id, trx);
+      if (server?.status === 'restoring_backup') throw conflictFor(server.status);
+      if (!(await backups.deleteIfDeletable(current, trx))) throw new NotFoundError();
+      await deletions.record(deletionOf(current, toStoredTime(clock())), trx);
+      await activity.record(context, entry(context, 'server:backup.delete', current), trx);
+      return current;
     });
-    // The record is gone; an archive left behind by a failed delete is only wasted space.
-    await storageOf(backup.disk)
-      .delete(backup.serverId, backup.id)
+    await storageOf(deleted.disk)
+      .delete(deleted.serverId, deleted.id)
       .catch((error: unknown) => {
-        logger.warn({ err: error, backup: backup.id }, 'could not delete a backup archive');
+        logger.warn(
+          { err: error, backup: deleted.id },
+          'could not delete a backup archive; `backup reconcile` removes it later',
+        );
       });
   }
 
   /**
    * A link that downloads the archive without credentials, for 15 minutes: presigned by the
-   * store when it can (S3), else under `baseUrl`, signed by Aerie.
+   * store when it can (S3), else Aerie's own path with a token Aerie signed. Which host that path
+   * is on is the HTTP layer's to say (AERIE_PUBLIC_URL), never the service's.
    */
-  async downloadLink(context: AuthenticatedContext, backup: Backup, baseUrl: string): Promise<string> {
+  async downloadLink(context: AuthenticatedContext, backup: Backup): Promise<DownloadLink> {
     if (!backup.isSuccessful) {
       throw new DisplayError('This backup cannot be downloaded: not completed or failed.');
     }
@@ -177,11 +219,15 @@ export class BackupManagementService {
         throw error;
       });
     const expires = Math.floor(this.deps.clock().getTime() / 1000) + DOWNLOAD_LINK_SECONDS;
-    const url =
-      presigned ??
-      `${baseUrl}/download/backup?token=${this.deps.signer.sign({ serverId: backup.serverId, backupId: backup.id, expires })}`;
+    const link: DownloadLink =
+      presigned !== null
+        ? { kind: 'presigned', url: presigned }
+        : {
+            kind: 'signed',
+            path: `/download/backup?token=${this.deps.signer.sign({ serverId: backup.serverId, backupId: backup.id, expires })}`,
+          };
     await this.deps.activity.record(context, entry(context, 'server:backup.download', backup));
-    return url;
+    return link;
   }
 
   /** The archive a download link points at. */
@@ -201,6 +247,7 @@ export class BackupManagementService {
     file: string,
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
+    assertText('name', name, 'single-line');
     const server = await this.serverFor(serverRef);
     let files: number;
     try {
@@ -231,17 +278,21 @@ export class BackupManagementService {
     name: string,
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
+    // The command line's names meet the API's rule (shared/text.ts) before anything is archived.
+    assertText('name', name, 'single-line');
     const server = await this.serverFor(serverRef);
     const { storage } = this.deps;
-    return this.store(server, name, async (id) => {
+    return this.store(server, name, async (id, report) => {
       // A scratch file moved into place, or (S3) an upload made while the archive is written.
       const target = await storage.newArchive(server.id, id);
       try {
-        const summary = await archiveVolume(
-          this.deps.volumeOf(server),
-          target,
-          onProgress ? { onProgress } : {},
-        );
+        const summary = await archiveVolume(this.deps.volumeOf(server), target, {
+          onProgress: (p) => {
+            onProgress?.(p);
+            report(p);
+          },
+          progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        });
         await storage.keep(server.id, id, target);
         return { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files };
       } finally {
@@ -256,40 +307,91 @@ export class BackupManagementService {
     return server;
   }
 
-  /** Stores the archive of a new backup with `write`, then records the finished backup. */
+  /**
+   * Records a new backup in progress, stores its archive with `write`, then records it finished.
+   * The row comes first, as for a backup made through the API, so that whatever a store holds of
+   * an archive is named by a backup from its first byte (the rule `backup reconcile` relies on to
+   * tell leftovers from work in progress). While `write` runs, progress reaches the row at least
+   * every minute, its sign of life: a row left in progress by a process that died stops showing
+   * one, and reconcile marks it failed. If `write` fails, what it stored and the row are removed,
+   * and the row's delete is recorded unless the archive is known to be gone (see below).
+   */
   private async store(
     server: ServerRow,
     name: string,
-    write: (id: string) => Promise<{ sha256: string; bytes: number; files: number }>,
+    write: (
+      id: string,
+      report: (p: Progress) => void,
+    ) => Promise<{ sha256: string; bytes: number; files: number }>,
   ): Promise<BackupRecord> {
-    const { storage, backups, clock } = this.deps;
-    const id = randomUUID();
-    const { sha256, bytes, files } = await write(id);
+    const { storage, backups, deletions, transaction, clock, logger } = this.deps;
     const now = toStoredTime(clock());
     const trimmed = name.trim();
     const backup: Backup = {
-      id,
+      id: randomUUID(),
       serverId: server.id,
       name: trimmed === '' ? `Backup at ${now}` : trimmed.slice(0, 191),
       ignoredFiles: [],
       disk: storage.disk,
-      sha256,
-      bytes,
-      isSuccessful: true,
+      sha256: null,
+      bytes: 0,
+      isSuccessful: false,
       isLocked: false,
       createdAt: now,
-      completedAt: now,
-      files,
+      completedAt: null,
+      files: null,
       progress: null,
     };
     await backups.insert(backup);
-    return { uuid: id, name: backup.name, bytes, checksum: `sha256:${sha256}` };
+    const progress = new ProgressReporter({ ...this.deps.progress, backups, clock }, backup, {
+      operation: 'backup',
+      phase: 'archiving',
+      bytesTotal: null,
+      filesTotal: null,
+    });
+    const heartbeat = setInterval(() => progress.report({}), HEARTBEAT_MS);
+    heartbeat.unref();
+    let stored = false;
+    try {
+      const made = await write(backup.id, (p) => progress.report(toCounts(p), p.phase));
+      stored = true;
+      clearInterval(heartbeat);
+      await progress.stop();
+      await backups.complete(backup, made, toStoredTime(clock()));
+      return { uuid: backup.id, name: backup.name, bytes: made.bytes, checksum: `sha256:${made.sha256}` };
+    } catch (error) {
+      clearInterval(heartbeat);
+      await progress.clear();
+      // The archive first, then the row: a process that dies in between leaves a row in progress
+      // without a sign of life, which reconcile marks failed (and then removes what it kept).
+      // The row's delete is recorded when an archive may be left: its removal failed (the store
+      // unreachable), or it was never reported stored (a store may have kept it although the
+      // call failed). Without the record, reconcile could not tell such an archive from a real
+      // backup whose row is missing, and would only report it.
+      const removed =
+        stored &&
+        (await storage.delete(server.id, backup.id).then(
+          () => true,
+          () => false,
+        ));
+      await transaction(async (trx) => {
+        await backups.delete(backup, trx);
+        if (!removed) await deletions.record(deletionOf(backup, toStoredTime(clock())), trx);
+      }).catch((cause: unknown) => {
+        logger.warn({ err: cause, backup: backup.id }, 'could not remove the row of a backup that failed');
+      });
+      throw error;
+    }
   }
 }
 
 /** The file name a download is saved under. */
 function downloadName(backup: Backup): string {
   return `${backup.name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 100) || 'backup'}.tar.gz`;
+}
+
+function deletionOf(backup: Backup, deletedAt: string): BackupDeletion {
+  return { backupId: backup.id, serverId: backup.serverId, disk: backup.disk, deletedAt };
 }
 
 function entry(context: AuthenticatedContext, event: ActivityEvent, backup: Backup) {

@@ -4,8 +4,9 @@ import type { JobRepository } from '../jobs/job.repository.ts';
 import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { AuthenticatedContext } from '../users/actor.ts';
-import { BadRequestError } from '../shared/errors.ts';
+import { BadRequestError, NotFoundError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
 import type { RestoreBody } from './backup.schema.ts';
 import type { RestoreThrottle } from './restore-throttle.ts';
@@ -13,6 +14,7 @@ import type { ServerChanges } from './server-changes.ts';
 
 export interface BackupRestoreDeps {
   servers: ServerRepository;
+  backups: BackupRepository;
   jobs: JobRepository;
   activity: ActivityService;
   transaction: Transactor;
@@ -29,7 +31,10 @@ export class BackupRestoreService {
   /**
    * Queues a restore of a backup the caller may restore (the route has checked visibility, the
    * server's state and the permission, then the body). The state change, the job and the audit
-   * entry are one transaction, so of two simultaneous requests exactly one wins.
+   * entry are one transaction, so of two simultaneous requests exactly one wins. Claiming the
+   * server's status holds its row, as a delete of one of its backups does first: the backup is
+   * looked up again once it is held, so a restore never starts on a backup a delete has just
+   * removed (it is a 404), and a delete that comes after sees the server restoring (a 409).
    */
   async requestRestore(
     context: AuthenticatedContext,
@@ -40,7 +45,7 @@ export class BackupRestoreService {
     if (!backup.isSuccessful || backup.completedAt === null) {
       throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
     }
-    const { servers, jobs, activity, transaction, clock, throttle } = this.deps;
+    const { servers, backups, jobs, activity, transaction, clock, throttle } = this.deps;
     const serverId = access.server.id;
     const { truncate } = body;
     const now = toStoredTime(clock());
@@ -50,6 +55,7 @@ export class BackupRestoreService {
           const current = await servers.findByReference(serverId, trx);
           throw conflictFor(current?.status ?? 'restoring_backup');
         }
+        if ((await backups.findOfServer(serverId, backup.id, trx)) === undefined) throw new NotFoundError();
         await jobs.enqueue(
           {
             kind: 'backup.restore',

@@ -9,6 +9,19 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A backup as its writes name it: the server is told of the change. */
 export type BackupRef = Pick<Backup, 'id' | 'serverId'>;
 
+/** A backup as reconciling storage sees it. */
+export interface BackupState {
+  id: string;
+  serverId: string;
+  name: string;
+  disk: string;
+  isSuccessful: boolean;
+  /** Null while the backup is being made. */
+  completedAt: string | null;
+  /** When its making last wrote progress, or else when it was created. */
+  lastSignOfLife: string;
+}
+
 /**
  * Every write bumps the row's `revision` and, once committed, tells `changes` (the event streams
  * of this process) which server it was on.
@@ -107,6 +120,84 @@ export class BackupRepository {
   async delete(backup: BackupRef, db: Executor = this.db): Promise<void> {
     await db.deleteFrom('backups').where('id', '=', backup.id).execute();
     this.changed(backup, db);
+  }
+
+  /**
+   * Deletes a backup only while it may be deleted: finished and unlocked. Says whether it did: a
+   * request that lost a race (the row gone, locked or not finished meanwhile) deletes nothing.
+   */
+  async deleteIfDeletable(backup: BackupRef, db: Executor = this.db): Promise<boolean> {
+    const result = await db
+      .deleteFrom('backups')
+      .where('id', '=', backup.id)
+      .where('is_locked', '=', 0)
+      .where('completed_at', 'is not', null)
+      .executeTakeFirst();
+    const deleted = Number(result.numDeletedRows) === 1;
+    if (deleted) this.changed(backup, db);
+    return deleted;
+  }
+
+  /**
+   * Marks failed a backup still shown in progress whose making last showed a sign of life
+   * (progress, or its creation) before `before`. Says whether it did: one that moved on since it
+   * was read, or that another process marked first, is left as it is.
+   */
+  async markStalled(
+    backup: BackupRef,
+    before: string,
+    now: string,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('backups')
+      .set((eb) => ({
+        is_successful: 0,
+        completed_at: now,
+        ...progressColumns(null),
+        revision: eb('revision', '+', 1),
+      }))
+      .where('id', '=', backup.id)
+      .where('completed_at', 'is', null)
+      .where((eb) =>
+        eb.or([
+          eb('progress_updated_at', '<', before),
+          eb.and([eb('progress_updated_at', 'is', null), eb('created_at', '<', before)]),
+        ]),
+      )
+      .executeTakeFirst();
+    const marked = Number(result.numUpdatedRows) === 1;
+    if (marked) this.changed(backup, db);
+    return marked;
+  }
+
+  /** What reconciling storage needs of every backup, `limit` at a time in id order after `afterId`. */
+  async statesAfter(afterId: string, limit: number): Promise<BackupState[]> {
+    const rows = await this.db
+      .selectFrom('backups')
+      .select([
+        'id',
+        'server_id',
+        'name',
+        'disk',
+        'is_successful',
+        'completed_at',
+        'created_at',
+        'progress_updated_at',
+      ])
+      .where('id', '>', afterId)
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      serverId: row.server_id,
+      name: row.name,
+      disk: row.disk,
+      isSuccessful: Number(row.is_successful) === 1,
+      completedAt: row.completed_at,
+      lastSignOfLife: row.progress_updated_at ?? row.created_at,
+    }));
   }
 
   /**

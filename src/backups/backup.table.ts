@@ -28,3 +28,15 @@ export interface BackupTable {
   progress_updated_at: string | null;
 }
 export type BackupRow = Selectable<BackupTable>;
+
+/**
+ * A backup row deleted, recorded in the same transaction: what it left in storage is garbage
+ * (`backup reconcile` removes it, then the record). Kept 30 days at most.
+ */
+export interface BackupDeletionTable {
+  backup_id: string;
+  server_id: string;
+  disk: string;
+  deleted_at: string;
+}
+export type BackupDeletionRow = Selectable<BackupDeletionTable>;

@@ -7,7 +7,7 @@ import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { SessionTable } from '../auth/session.table.ts';
 import type { LoginCheckpointTable, RecoveryTokenTable } from '../auth/two-factor.table.ts';
-import type { BackupTable } from '../backups/backup.table.ts';
+import type { BackupDeletionTable, BackupTable } from '../backups/backup.table.ts';
 import type { ServerTable, SubuserTable } from '../servers/server.table.ts';
 import type { UserNumberTable, UserTable } from '../users/user.table.ts';
 
@@ -24,5 +24,6 @@ export interface Database {
   servers: ServerTable;
   subusers: SubuserTable;
   backups: BackupTable;
+  backup_deletions: BackupDeletionTable;
   jobs: JobTable;
 }

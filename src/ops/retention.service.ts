@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { ReconcileReport } from '../backups/backup-reconcile.service.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { LeaseRepository } from './lease.repository.ts';
 import type { RetentionRepository } from './retention.repository.ts';
@@ -25,6 +26,8 @@ export interface RetentionDeps {
   pauseMs?: number;
   /** How long the lease lasts without renewal; it is renewed before every batch. */
   leaseMs?: number;
+  /** Reconciles backup storage with the backups (`backup reconcile`), after the rows are pruned. */
+  reconcileStorage?: () => Promise<ReconcileReport>;
 }
 
 export interface RetentionReport {
@@ -33,14 +36,21 @@ export interface RetentionReport {
   sessions: number;
   batches: number;
   durationMs: number;
+  /**
+   * What reconciling backup storage did: leftovers removed, stalled backups marked failed,
+   * backups whose archive is missing, archives no backup owns left alone (`unknown`). Null when
+   * it failed (logged; tried again next run), absent when this service does not reconcile.
+   */
+  storage?: { removed: number; stalled: number; missing: number; unknown: number; errors: number } | null;
 }
 
 /**
  * Deletes what Aerie no longer keeps: activity older than the retention period, jobs finished
- * more than 7 days ago, and expired sessions. It deletes in small batches with a pause between
- * them, so no lock is held for long and the API's writes go on meanwhile. Of several processes
- * running it at once, one does the work (it holds the `retention` lease, renewed before every
- * batch) and the others skip that run.
+ * more than 7 days ago, and expired sessions; then removes what backup storage holds that is
+ * provably garbage (`BackupReconcileService`, never with `removeUnknown`). It deletes rows in
+ * small batches with a pause between them, so no lock is held for long and the API's writes go
+ * on meanwhile. Of several processes running it at once, one does the work (it holds the
+ * `retention` lease, renewed before every batch) and the others skip that run.
  */
 export class RetentionService {
   readonly owner = `retention:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -82,6 +92,10 @@ export class RetentionService {
       report.sessions = await this.prune(report, signal, (limit) =>
         this.deps.retention.deleteExpiredSessions(now, limit),
       );
+      if (this.deps.reconcileStorage !== undefined && signal?.aborted !== true) {
+        if (!(await this.renew())) throw new Error('the retention lease was lost to another process');
+        report.storage = await this.reconcile(this.deps.reconcileStorage);
+      }
     } finally {
       await this.deps.leases.release(LEASE, this.owner, this.now()).catch((error: unknown) => {
         this.deps.logger.warn({ err: error }, 'could not release the retention lease; it runs out by itself');
@@ -89,6 +103,41 @@ export class RetentionService {
     }
     report.durationMs = Date.now() - started;
     return report;
+  }
+
+  /**
+   * Reconciles backup storage; a failure (the store unreachable) is logged and waits for the next
+   * run. The archives it leaves alone because nothing proves them garbage are logged every run,
+   * until an operator decides about them (`aerie backup reconcile --remove-unknown`).
+   */
+  private async reconcile(run: () => Promise<ReconcileReport>): Promise<RetentionReport['storage']> {
+    try {
+      const done = await run();
+      if (done.missing.length > 0)
+        this.deps.logger.warn(
+          { backups: done.missing.map((b) => b.uuid) },
+          'backups whose archive is missing from storage',
+        );
+      if (done.unknown.length > 0)
+        this.deps.logger.warn(
+          {
+            count: done.unknown.length,
+            archives: done.unknown.slice(0, 20).map((a) => `${a.disk}:${a.location}`),
+          },
+          'archives no backup owns and whose deletion is not recorded were left alone: if they are ' +
+            'not backups of a restored database, `aerie backup reconcile --remove-unknown` removes them',
+        );
+      return {
+        removed: done.removed.length,
+        stalled: done.stalled.length,
+        missing: done.missing.length,
+        unknown: done.unknown.length,
+        errors: done.errors.length,
+      };
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not reconcile backup storage; it is tried again next run');
+      return null;
+    }
   }
 
   private renew(): Promise<boolean> {

@@ -2,6 +2,12 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import {
+  archiveFileKind,
+  isArchiveDirectory,
+  type RemovalFailure,
+  type StoredEntry,
+} from './archive-layout.ts';
 import { ArchiveError } from './archive.types.ts';
 import type { S3Object, S3UploadTarget } from './s3-object.ts';
 
@@ -40,6 +46,13 @@ export interface BackupStorage {
   delete(serverId: string, backupId: string): Promise<void>;
   /** A scratch file on local disk (on the same filesystem as a local store), for an archive being written. */
   scratchFile(serverId: string, backupId: string): Promise<string>;
+  /**
+   * Everything the store holds in Aerie's layout (`archive-layout.ts`): archives, scratch files,
+   * unfinished multipart uploads. Read by `backup reconcile`, which decides what is left over.
+   */
+  inventory(): Promise<StoredEntry[]>;
+  /** Removes entries `inventory` listed (an upload is aborted); one gone already counts as removed. */
+  remove(entries: readonly StoredEntry[]): Promise<RemovalFailure[]>;
 }
 
 /**
@@ -64,6 +77,8 @@ export class UnavailableBackupStorage implements BackupStorage {
   downloadUrl = () => this.refuse();
   delete = () => this.refuse();
   scratchFile = () => this.refuse();
+  inventory = () => this.refuse();
+  remove = () => this.refuse();
 }
 
 /** `<data dir>/backups/<server uuid>/<backup uuid>.tar.gz` */
@@ -124,6 +139,43 @@ export class LocalBackupStorage implements BackupStorage {
     await fs.rm(this.fileOf(serverId, backupId), { force: true });
   }
 
+  /**
+   * The archives and scratch files under the directory, by their names; anything else there is
+   * not Aerie's to judge and is not listed. Scratch files of S3 backups (imports pass through
+   * one) are here too: the S3 store keeps them in this directory.
+   */
+  async inventory(): Promise<StoredEntry[]> {
+    const entries: StoredEntry[] = [];
+    for (const directory of await readDirectory(this.root)) {
+      if (!directory.isDirectory() || !isArchiveDirectory(directory.name)) continue;
+      for (const file of await readDirectory(path.join(this.root, directory.name))) {
+        const kind = archiveFileKind(file.name);
+        if (kind === undefined || !file.isFile()) continue;
+        const location = path.join(directory.name, file.name);
+        const stat = await fs.lstat(path.join(this.root, location)).catch(() => undefined);
+        if (stat === undefined) continue; // removed since it was listed
+        entries.push({
+          ...kind,
+          serverId: directory.name,
+          location,
+          modifiedAt: stat.mtime,
+          bytes: stat.size,
+        });
+      }
+    }
+    return entries;
+  }
+
+  async remove(entries: readonly StoredEntry[]): Promise<RemovalFailure[]> {
+    const failures: RemovalFailure[] = [];
+    for (const entry of entries) {
+      await fs.rm(path.join(this.root, entry.location), { force: true }).catch((error: unknown) => {
+        failures.push({ entry, error: (error as Error).message });
+      });
+    }
+    return failures;
+  }
+
   private async existing(serverId: string, backupId: string): Promise<string> {
     const file = this.fileOf(serverId, backupId);
     try {
@@ -133,5 +185,15 @@ export class LocalBackupStorage implements BackupStorage {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     throw new ArchiveError('not-found', 'the backup archive is missing from storage');
+  }
+}
+
+/** A directory's entries; none when it does not exist (a store nothing was written to yet). */
+async function readDirectory(dir: string) {
+  try {
+    return await fs.readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
   }
 }

@@ -4,6 +4,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { S3Settings } from '../config.ts';
+import { runInThread } from '../shared/thread.ts';
+import type { RemovalFailure, StoredEntry } from './archive-layout.ts';
 import { ArchiveError } from './archive.types.ts';
 import type { ArchiveLocation, ArchiveTarget, BackupStorage } from './backup-storage.ts';
 import type { S3UploadTarget } from './s3-object.ts';
@@ -40,6 +42,10 @@ interface Connected {
   client: S3Client;
   signer: S3Client;
 }
+
+/** What the inventory thread (`s3-inventory.thread.ts`) is asked to do. */
+export type S3InventoryInput =
+  { op: 'list'; s3: S3Settings } | { op: 'remove'; s3: S3Settings; entries: readonly StoredEntry[] };
 
 export interface S3BackupStorageOptions {
   /** Local directory for scratch files (an archive imported from a file passes through it). */
@@ -181,6 +187,22 @@ export class S3BackupStorage implements BackupStorage {
     const dir = path.join(this.options.scratchDir, serverId);
     await fs.mkdir(dir, { recursive: true, mode: 0o750 });
     return path.join(dir, `${backupId}.tar.gz.incoming`);
+  }
+
+  /**
+   * The bucket's archives and unfinished uploads. Listed, like `remove`, from a thread that loads
+   * its own client and ends with the work: the worker process reconciles every hour, and its
+   * main thread otherwise never loads the client (see `preload`).
+   */
+  inventory(): Promise<StoredEntry[]> {
+    const input: S3InventoryInput = { op: 'list', s3: this.s3 };
+    return runInThread<StoredEntry[]>(import.meta.url, './s3-inventory.thread', input);
+  }
+
+  async remove(entries: readonly StoredEntry[]): Promise<RemovalFailure[]> {
+    if (entries.length === 0) return [];
+    const input: S3InventoryInput = { op: 'remove', s3: this.s3, entries };
+    return runInThread<RemovalFailure[]>(import.meta.url, './s3-inventory.thread', input);
   }
 
   /** Closes the store's connections. */

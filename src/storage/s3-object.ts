@@ -3,11 +3,20 @@
  * does the work: everything here starts from plain values (S3Object) that a worker thread receives
  * as a copy, and makes its own client.
  */
-import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../config.ts';
+import { parseArchiveKey, type RemovalFailure, type StoredEntry } from './archive-layout.ts';
 import { ArchiveError } from './archive.types.ts';
 import type { ArchiveSink } from './create-archive.ts';
 
@@ -136,6 +145,140 @@ export async function uploadStream(target: S3UploadTarget, source: Readable): Pr
     await sink.finish();
   } catch (error) {
     await sink.discard();
+    throw error;
+  }
+}
+
+/**
+ * Aborts the multipart uploads of `object`'s key still open on the store: those of an earlier
+ * attempt at the same archive, which ended (its process killed, the store cut off) without
+ * completing or aborting its own, and whose parts the store would otherwise keep. Called before
+ * an attempt begins its own upload. Best effort: a store that cannot list uploads (or fails to)
+ * leaves them to `backup reconcile`, and the backup goes on.
+ */
+export async function abortEarlierUploads(object: S3Object): Promise<void> {
+  const client = s3Client(object.s3);
+  try {
+    for (const upload of await listUploads(client, object.s3.bucket, object.key)) {
+      if (upload.key === object.key) await abortUpload(client, object.s3.bucket, upload.key, upload.uploadId);
+    }
+  } catch {
+    // left for reconcile
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * The bucket's objects and unfinished multipart uploads whose keys are in Aerie's layout (an
+ * upload whose start the store does not give is left out: it is never taken for an old one).
+ */
+export async function listStored(s3: S3Settings): Promise<StoredEntry[]> {
+  const client = s3Client(s3);
+  try {
+    const entries: StoredEntry[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: s3.bucket, ...(token ? { ContinuationToken: token } : {}) }),
+      );
+      for (const object of page.Contents ?? []) {
+        const owner = parseArchiveKey(object.Key ?? '');
+        if (owner === undefined || object.LastModified === undefined) continue;
+        entries.push({
+          kind: 'archive',
+          ...owner,
+          location: object.Key!,
+          modifiedAt: object.LastModified,
+          bytes: object.Size ?? null,
+        });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    // A store that does not list multipart uploads (some S3-compatible ones) still has its
+    // objects reconciled; its unfinished uploads are left to its own expiry rules.
+    const uploads = await listUploads(client, s3.bucket).catch((error: unknown) => {
+      if (isNotImplemented(error)) return [];
+      throw error;
+    });
+    for (const upload of uploads) {
+      const owner = parseArchiveKey(upload.key);
+      if (owner === undefined || upload.initiated === undefined) continue;
+      entries.push({
+        kind: 'upload',
+        ...owner,
+        location: upload.key,
+        modifiedAt: upload.initiated,
+        bytes: null,
+        uploadId: upload.uploadId,
+      });
+    }
+    return entries;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Deletes the objects and aborts the uploads `listStored` listed; one gone already counts as removed. */
+export async function removeStored(
+  s3: S3Settings,
+  entries: readonly StoredEntry[],
+): Promise<RemovalFailure[]> {
+  const client = s3Client(s3);
+  const failures: RemovalFailure[] = [];
+  try {
+    for (const entry of entries) {
+      try {
+        if (entry.kind === 'upload')
+          await abortUpload(client, s3.bucket, entry.location, entry.uploadId ?? '');
+        else await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: entry.location }));
+      } catch (error) {
+        failures.push({ entry, error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    return failures;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Every unfinished multipart upload of the bucket (whose key starts with `prefix`). */
+async function listUploads(
+  client: S3Client,
+  bucket: string,
+  prefix?: string,
+): Promise<{ key: string; uploadId: string; initiated: Date | undefined }[]> {
+  const uploads: { key: string; uploadId: string; initiated: Date | undefined }[] = [];
+  let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+  for (;;) {
+    const page = await client.send(
+      new ListMultipartUploadsCommand({ Bucket: bucket, ...(prefix ? { Prefix: prefix } : {}), ...marker }),
+    );
+    for (const upload of page.Uploads ?? []) {
+      if (upload.Key === undefined || upload.UploadId === undefined) continue;
+      uploads.push({ key: upload.Key, uploadId: upload.UploadId, initiated: upload.Initiated });
+    }
+    if (!page.IsTruncated || page.NextKeyMarker === undefined) return uploads;
+    marker = {
+      KeyMarker: page.NextKeyMarker,
+      ...(page.NextUploadIdMarker ? { UploadIdMarker: page.NextUploadIdMarker } : {}),
+    };
+  }
+}
+
+function isNotImplemented(error: unknown): boolean {
+  return (
+    error instanceof S3ServiceException &&
+    (error.name === 'NotImplemented' || error.$metadata.httpStatusCode === 501)
+  );
+}
+
+/** Aborts one multipart upload; one that is gone already (completed or aborted) is no error. */
+async function abortUpload(client: S3Client, bucket: string, key: string, uploadId: string): Promise<void> {
+  try {
+    await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
+  } catch (error) {
+    if (error instanceof S3ServiceException && (error.name === 'NoSuchUpload' || isMissing(error))) return;
     throw error;
   }
 }

@@ -5,6 +5,8 @@
  * s3rver 3.7 does not implement AbortMultipartUpload (DELETE /bucket/key?uploadId=…: it answers
  * 405 MethodNotAllowed). The helper adds it ahead of s3rver's routes: the upload's parts are
  * removed, as a real store does, so tests can check that an interrupted upload leaves nothing.
+ * Nor ListMultipartUploads (GET /bucket?uploads: 501 NotImplemented), which the helper adds too,
+ * from the same directory (an upload's start is when its directory was written).
  */
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import fs from 'node:fs/promises';
@@ -52,6 +54,7 @@ export async function startS3(): Promise<TestS3> {
   });
   const uploadsDir = path.join(directory, S3_BUCKET, '._S3rver_uploads');
   addAbortMultipartUpload(server, uploadsDir);
+  addListMultipartUploads(server, uploadsDir);
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
@@ -125,6 +128,42 @@ function addAbortMultipartUpload(server: S3rver, uploadsDir: string): void {
     ctx.body = existed ? null : { Error: { Code: 'NoSuchUpload', Message: 'The upload does not exist' } };
   };
   stack.splice(stack.length - 1, 0, abort);
+}
+
+/** Inserts, just before s3rver's router, a handler for GET /bucket?uploads (one page: all of them). */
+function addListMultipartUploads(server: S3rver, uploadsDir: string): void {
+  const stack = (server as unknown as { middleware: unknown[] }).middleware;
+  const list = async (ctx: KoaContext, next: () => Promise<void>): Promise<void> => {
+    if (
+      ctx.method !== 'GET' ||
+      ctx.query.uploads === undefined ||
+      ctx.path.replace(/\/$/, '') !== `/${S3_BUCKET}`
+    )
+      return next();
+    const prefix = typeof ctx.query.prefix === 'string' ? ctx.query.prefix : '';
+    const uploads = [];
+    for (const uploadId of (await fs.readdir(uploadsDir).catch(() => [])).sort()) {
+      const keyFile = path.join(uploadsDir, uploadId, 'key');
+      const key = await fs.readFile(keyFile, 'utf8').catch(() => undefined);
+      if (key === undefined || !key.startsWith(prefix)) continue;
+      const { mtime } = await fs.stat(keyFile);
+      uploads.push({ Key: key, UploadId: uploadId, Initiated: mtime.toISOString() });
+    }
+    ctx.status = 200;
+    ctx.body = {
+      ListMultipartUploadsResult: {
+        '@': { xmlns: 'http://s3.amazonaws.com/doc/2006-03-01/' },
+        Bucket: S3_BUCKET,
+        KeyMarker: '',
+        UploadIdMarker: '',
+        Prefix: prefix,
+        MaxUploads: 1000,
+        IsTruncated: false,
+        Upload: uploads,
+      },
+    };
+  };
+  stack.splice(stack.length - 1, 0, list);
 }
 
 export interface Relay {
