@@ -272,7 +272,7 @@ describe('backups in an S3-compatible store', () => {
       await app.close();
       await relay.close();
     }
-  });
+  }, 90_000); // (7 s alone; the store's client gives up on a dead relay slowly under load)
 
   it('abort the multipart upload when the archive is stopped half-way: no object, no parts', async () => {
     const volume = await tempDir('aerie-s3-volume-');
