@@ -1,3 +1,5 @@
+import type { ExpressionBuilder } from 'kysely';
+import type { Database } from '../db/database.ts';
 import { countWhere } from '../db/count.ts';
 import { afterCommit, type Executor } from '../db/executor.ts';
 import type { BackupProgress } from './backup-progress.ts';
@@ -26,6 +28,16 @@ export interface BackupState {
  * Every write bumps the row's `revision` and, once committed, tells `changes` (the event streams
  * of this process) which server it was on.
  */
+/** What marking a backup failed writes: the outcome, no progress, and a new revision. */
+function failedColumns(now: string) {
+  return (eb: ExpressionBuilder<Database, 'backups'>) => ({
+    is_successful: 0,
+    completed_at: now,
+    ...progressColumns(null),
+    revision: eb('revision', '+', 1),
+  });
+}
+
 export class BackupRepository {
   constructor(
     private readonly db: Executor,
@@ -95,16 +107,7 @@ export class BackupRepository {
   }
 
   async markFailed(backup: BackupRef, now: string, db: Executor = this.db): Promise<void> {
-    await db
-      .updateTable('backups')
-      .set((eb) => ({
-        is_successful: 0,
-        completed_at: now,
-        ...progressColumns(null),
-        revision: eb('revision', '+', 1),
-      }))
-      .where('id', '=', backup.id)
-      .execute();
+    await db.updateTable('backups').set(failedColumns(now)).where('id', '=', backup.id).execute();
     this.changed(backup, db);
   }
 
@@ -151,12 +154,7 @@ export class BackupRepository {
   ): Promise<boolean> {
     const result = await db
       .updateTable('backups')
-      .set((eb) => ({
-        is_successful: 0,
-        completed_at: now,
-        ...progressColumns(null),
-        revision: eb('revision', '+', 1),
-      }))
+      .set(failedColumns(now))
       .where('id', '=', backup.id)
       .where('completed_at', 'is', null)
       .where((eb) =>
