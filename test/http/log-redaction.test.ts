@@ -152,7 +152,8 @@ describe('the log of `aerie serve`', () => {
       aerie.child.kill('SIGTERM');
       await aerie.exited;
     }
-  });
+    // A process of its own, started from the sources: 4 s alone, past 30 s once under a full suite.
+  }, 120_000);
 });
 
 describe('redactSecrets', () => {

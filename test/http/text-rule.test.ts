@@ -350,6 +350,6 @@ describe(`the text rule on ${TEST_DATABASE.kind}`, () => {
       expect(await aerie.exited).toBe(1);
       expect(aerie.output()).toContain('aerie: The first_name field must not contain control characters.');
       expect(await app.services.users.findByLogin('escaped')).toBeUndefined();
-    });
+    }, 90_000); // a process of its own, started from the sources
   });
 });

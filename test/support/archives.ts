@@ -319,7 +319,8 @@ export { freePort } from './wait.ts';
 
 /** Resolves once an Aerie answers HTTP on `port`. */
 export async function untilListening(port: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  // A start from the sources under a whole suite on two cores has taken over 30 s.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     try {
       if ((await fetch(`http://127.0.0.1:${port}/api/openapi.json`)).ok) return;
