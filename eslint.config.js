@@ -2,6 +2,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import reactHooks from 'eslint-plugin-react-hooks';
 
+/** Every folder above storage/ and jobs/: the HTTP layer and the features. */
+const FEATURES =
+  '**/{http,activity,api-keys,auth,backups,restores,server-events,servers,users,ops,metrics}/**';
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -20,7 +24,7 @@ export default tseslint.config(
   // The layers: features never reach up into the HTTP layer (services return domain values, and
   // http/ makes the wire shape); shared/, jobs/ and storage/ never reach up into a feature.
   {
-    files: ['src/{activity,api-keys,auth,backups,servers,users,ops,metrics}/**/*.ts'],
+    files: ['src/{activity,api-keys,auth,backups,restores,server-events,servers,users,ops,metrics}/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -29,16 +33,49 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/{shared,jobs,storage}/**/*.ts'],
+    files: ['src/{shared,storage}/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['**/{http,activity,api-keys,auth,backups,servers,users}/**'],
-              message: 'shared/, jobs/ and storage/ sit below the features and the HTTP layer.',
+              group: [FEATURES],
+              message: 'shared/ and storage/ sit below the features and the HTTP layer.',
             },
+          ],
+        },
+      ],
+    },
+  },
+  // The job queue knows no feature and no storage: handlers decide what a failure means
+  // (PermanentJobError) and what a payload holds (a schema per kind).
+  {
+    files: ['src/jobs/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [FEATURES, '**/storage/**'],
+              message: 'jobs/ is a queue: it imports neither a feature nor storage/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  // An archive is a format: it knows nothing of where archives are kept.
+  {
+    files: ['src/storage/archive/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: [FEATURES], message: 'storage/ sits below the features and the HTTP layer.' },
+            { group: ['**/stores/**'], message: 'storage/archive does not import storage/stores.' },
           ],
         },
       ],

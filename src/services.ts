@@ -19,17 +19,17 @@ import pino, { type Logger } from 'pino';
 import { BackupRepository } from './backups/backup.repository.ts';
 import { BackupDeletionRepository } from './backups/backup-deletion.repository.ts';
 import { BackupManagementService } from './backups/backup-management.service.ts';
-import { BackupRestoreService } from './backups/backup-restore.service.ts';
-import { BackupArchiveJob } from './backups/backup-archive.job.ts';
+import { BackupRestoreService } from './restores/restore.service.ts';
+import { BackupArchiveJob } from './backups/backup.job.ts';
 import { BackupReconcileService } from './backups/backup-reconcile.service.ts';
 import { ReconcileRepository } from './backups/reconcile.repository.ts';
-import { RestoreThrottle } from './backups/restore-throttle.ts';
+import { RestoreThrottle } from './restores/restore-throttle.ts';
 import { DownloadSigner } from './backups/download-signer.ts';
 import { loadAppKey } from './shared/app-key.ts';
-import { RestoreJob } from './backups/restore.job.ts';
-import { ServerChanges } from './backups/server-changes.ts';
-import { ServerEventsRepository } from './backups/server-events.repository.ts';
-import { ServerEventsService } from './backups/server-events.service.ts';
+import { RestoreJob } from './restores/restore.job.ts';
+import { ServerChanges } from './servers/server-changes.ts';
+import { ServerEventsRepository } from './server-events/server-events.repository.ts';
+import { ServerEventsService } from './server-events/server-events.service.ts';
 import { JobRepository } from './jobs/job.repository.ts';
 import { JobWakeups } from './jobs/job-wakeups.ts';
 import type { JobObserver } from './jobs/job-observer.ts';
@@ -42,8 +42,8 @@ import {
   LocalBackupStorage,
   UnavailableBackupStorage,
   type BackupStorage,
-} from './storage/backup-storage.ts';
-import { S3BackupStorage } from './storage/s3-backup-storage.ts';
+} from './storage/stores/backup-storage.ts';
+import { S3BackupStorage } from './storage/stores/s3-backup-storage.ts';
 import { ServerRepository } from './servers/server.repository.ts';
 import { ServerService } from './servers/server.service.ts';
 import { SubuserRepository } from './servers/subuser.repository.ts';

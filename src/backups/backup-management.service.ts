@@ -20,19 +20,23 @@ import {
 import { loadPage, type Page, type PageRequest } from '../shared/page.ts';
 import { assertText } from '../shared/text.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
-import { ArchiveError, type Progress } from '../storage/archive.types.ts';
-import type { BackupStorage } from '../storage/backup-storage.ts';
-import { sha256File } from '../storage/checksum.ts';
-import { verifyArchive } from '../storage/verify-archive.ts';
-import { archiveVolume } from './archive-volume.ts';
-import { ProgressReporter, type ProgressReporterDeps } from './backup-progress.ts';
+import { ArchiveError, type Progress } from '../storage/archive/archive.types.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
+import { sha256File } from '../storage/archive/checksum.ts';
+import { verifyArchive } from '../storage/archive/verify-archive.ts';
+import { archiveVolume } from './backup-archive.ts';
+import {
+  ProgressReporter,
+  threadProgressInterval,
+  toCounts,
+  type ProgressReporterDeps,
+} from './backup-progress.ts';
 import type { BackupDeletion, BackupDeletionRepository } from './backup-deletion.repository.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { CreateBackupBody } from './backup.schema.ts';
 import type { Backup } from './backup.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
-import { threadProgressInterval, toCounts } from './job-progress.ts';
 
 const DOWNLOAD_LINK_SECONDS = 15 * 60;
 /** How often a backup made from the command line shows a sign of life when no progress comes. */

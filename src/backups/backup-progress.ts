@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { toStoredTime, type Clock } from '../shared/time.ts';
+import { PROGRESS_INTERVAL_MS, type Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRef, BackupRepository } from './backup.repository.ts';
 
 export type ProgressOperation = 'backup' | 'restore';
@@ -185,4 +186,20 @@ export class ProgressReporter {
     this.warned = true;
     this.deps.logger.warn({ err: error, backup: this.backup.id }, 'could not write the progress of a job');
   }
+}
+
+/**
+ * How often the thread doing a job's work reports: every 250 ms, or as often as progress is
+ * written when that is more often (tests), so that each write has fresh counts.
+ */
+export function threadProgressInterval(writeIntervalMs: number): number {
+  return Math.min(PROGRESS_INTERVAL_MS, writeIntervalMs);
+}
+
+/** A thread's report as a job's progress counts it: bytes of the archive, and files. */
+export function toCounts(progress: Progress): { bytes?: number; files: number } {
+  return {
+    files: progress.files,
+    ...(progress.archiveBytes === undefined ? {} : { bytes: progress.archiveBytes }),
+  };
 }

@@ -4,7 +4,7 @@ import { countWhere } from '../db/count.ts';
 import { afterCommit, type Executor } from '../db/executor.ts';
 import type { BackupProgress } from './backup-progress.ts';
 import { progressColumns, toBackup, toBackupRow, type Backup } from './backup.ts';
-import type { ServerChanges } from './server-changes.ts';
+import type { ServerChanges } from '../servers/server-changes.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -10,8 +10,8 @@
  */
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../shared/errors.ts';
-import { ArchiveError } from '../storage/archive.types.ts';
-import { storeUnreachable } from '../storage/store-unreachable.ts';
+import { ArchiveError } from '../storage/archive/archive.types.ts';
+import { storeUnreachable } from '../storage/stores/store-unreachable.ts';
 
 export type Unreachable = 'store' | 'database';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { BackupStorage } from '../storage/backup-storage.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
 import type { StatusRepository } from './status.repository.ts';
 
 export type ReadinessCheck = 'database' | 'migrations' | 'storage';

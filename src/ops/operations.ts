@@ -7,7 +7,7 @@ import { knownMigrations } from '../db/migrate.ts';
 import { Metrics } from '../metrics/metrics.ts';
 import type { SharedCounterHealth } from '../shared/fallback-counter-store.ts';
 import type { Clock } from '../shared/time.ts';
-import type { BackupStorage } from '../storage/backup-storage.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
 import { HealthService, probeBackupStorage } from './health.service.ts';
 import { LeaseRepository } from './lease.repository.ts';
 import { RetentionRepository } from './retention.repository.ts';

@@ -28,8 +28,8 @@ import { RetentionRepository } from '../../src/ops/retention.repository.ts';
 import { RetentionService } from '../../src/ops/retention.service.ts';
 import { openRuntime } from '../../src/runtime.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
-import { LocalBackupStorage } from '../../src/storage/backup-storage.ts';
-import { S3BackupStorage } from '../../src/storage/s3-backup-storage.ts';
+import { LocalBackupStorage } from '../../src/storage/stores/backup-storage.ts';
+import { S3BackupStorage } from '../../src/storage/stores/s3-backup-storage.ts';
 import type { User } from '../../src/users/user.ts';
 import { activityOfServer, spawnAerie, tarGzOf, tempDir, writeTree } from '../support/archives.ts';
 import {

@@ -10,9 +10,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archiveVolume } from '../../src/backups/archive-volume.ts';
+import { archiveVolume } from '../../src/backups/backup-archive.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { s3UploadSink } from '../../src/storage/s3-object.ts';
+import { s3UploadSink } from '../../src/storage/stores/s3-object.ts';
 import {
   activityOfServer,
   contents,

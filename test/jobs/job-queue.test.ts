@@ -15,7 +15,7 @@ import { transactorFor } from '../../src/db/executor.ts';
 import { JobRepository } from '../../src/jobs/job.repository.ts';
 import { Worker, type JobContext, type JobHandler, type JobHandlers } from '../../src/jobs/worker.ts';
 import { AppError } from '../../src/shared/errors.ts';
-import { ArchiveError } from '../../src/storage/archive.types.ts';
+import { ArchiveError } from '../../src/storage/archive/archive.types.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

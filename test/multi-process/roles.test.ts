@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restorePaths } from '../../src/storage/restore-files.ts';
+import { restorePaths } from '../../src/storage/volumes/restore-files.ts';
 import type { ServerRow } from '../../src/servers/server.table.ts';
 import type { User } from '../../src/users/user.ts';
 import { aerieArgv, ROOT } from '../support/aerie-process.ts';

@@ -3,7 +3,7 @@ import type { App } from '../../app.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { openRuntime } from '../../runtime.ts';
 import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
-import { S3BackupStorage } from '../../storage/s3-backup-storage.ts';
+import { S3BackupStorage } from '../../storage/stores/s3-backup-storage.ts';
 import { bootstrapAdministrator } from '../bootstrap.ts';
 import { positiveInteger } from '../output.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';

@@ -15,7 +15,7 @@ import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
 import { listEnvelope } from '../pagination.ts';
 import { authenticatedContextOf, linkOf } from '../request-context.ts';
-import { accessOf, backupOf, backupOfRequest, can, idle, serverAccess } from '../server-access.ts';
+import { accessOf, backupOf, backupOfRequest, can, idle, serverAccess } from '../server-guard.ts';
 
 const tags = ['backups'];
 const security = [{ bearerAuth: [] }];

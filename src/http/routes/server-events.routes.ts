@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { PassThrough } from 'node:stream';
-import type { ServerEvent, ServerWatch } from '../../backups/server-events.service.ts';
+import type { ServerEvent, ServerWatch } from '../../server-events/server-events.service.ts';
 import { toBackupResource, toProgressResource } from '../../backups/backup.transform.ts';
 import type { Config } from '../../config.ts';
 import type { ServerAccess } from '../../servers/server-access.ts';
@@ -11,7 +11,7 @@ import { AppError, ServiceUnavailableError, TooManyRequestsError } from '../../s
 import type { Actor } from '../../users/actor.ts';
 import { readCookie, SESSION_COOKIE } from '../authenticate.ts';
 import { authenticatedContextOf, contextOf } from '../request-context.ts';
-import { accessOf, serverAccess } from '../server-access.ts';
+import { accessOf, serverAccess } from '../server-guard.ts';
 
 /** A client that lets this much go unread is too slow to follow: its stream is ended. */
 const MAX_UNREAD_BYTES = 1024 * 1024;

@@ -13,7 +13,7 @@ import { toAccount, toServerResource } from '../../servers/server.transform.ts';
 import type { Services } from '../../services.ts';
 import { listEnvelope } from '../pagination.ts';
 import { authenticatedContextOf } from '../request-context.ts';
-import { accessOf, can, serverAccess } from '../server-access.ts';
+import { accessOf, can, serverAccess } from '../server-guard.ts';
 
 export function serverRoutes(
   app: FastifyInstance,

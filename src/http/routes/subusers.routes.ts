@@ -11,7 +11,7 @@ import {
 import { toSubuserResource } from '../../servers/subuser.transform.ts';
 import type { Services } from '../../services.ts';
 import { authenticatedContextOf } from '../request-context.ts';
-import { accessOf, can, notOwnEntry, serverAccess, subuserOf, subuserOfRequest } from '../server-access.ts';
+import { accessOf, can, notOwnEntry, serverAccess, subuserOf, subuserOfRequest } from '../server-guard.ts';
 
 /**
  * Who else may use a server. Each route checks, in order: the server (404), the caller's

@@ -1,0 +1,121 @@
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { ActivityEvent } from '../activity/activity.events.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobResult } from '../jobs/job-observer.ts';
+import type { JobContext, JobHandler } from '../jobs/worker.ts';
+import type { RequestContext } from '../shared/context.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
+import { fromStore } from '../storage/stores/store-unreachable.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { toUser } from '../users/user.ts';
+import type { BackupRepository } from './backup.repository.ts';
+import { archiveVolume } from './backup-archive.ts';
+import {
+  ProgressReporter,
+  threadProgressInterval,
+  toCounts,
+  type ProgressReporterDeps,
+} from './backup-progress.ts';
+
+type Payload = JobPayloads['backup.create'];
+
+export interface BackupArchiveJobDeps {
+  backups: BackupRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  storage: BackupStorage;
+  transaction: Transactor;
+  clock: Clock;
+  volumeOf: (server: { id: string }) => string;
+  /** Where and how often the job's progress is written. */
+  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+}
+
+/**
+ * Archives a server's volume into the backup its request created, then marks the backup
+ * successful (with its size and checksum) or failed. Running it again after a crash simply
+ * starts the archive over. Its progress is on the backup's row while it runs.
+ */
+export class BackupArchiveJob implements JobHandler<Payload> {
+  constructor(private readonly deps: BackupArchiveJobDeps) {}
+
+  /** Archives, and says how many bytes the archive holds. */
+  async run(job: JobContext<Payload>): Promise<JobResult> {
+    const { serverId, backupId } = job.payload;
+    const backup = await this.deps.backups.findOfServer(serverId, backupId);
+    if (backup === undefined) return {}; // deleted while queued: nothing to do
+    // A scratch file to move into place, or (S3) an upload made while the archive is written.
+    const target = await fromStore(() => this.deps.storage.newArchive(serverId, backupId));
+    const progress = new ProgressReporter(
+      { ...this.deps.progress, backups: this.deps.backups, clock: this.deps.clock },
+      backup,
+      { operation: 'backup', phase: 'archiving', bytesTotal: null, filesTotal: null },
+    );
+    let recorded = false;
+    try {
+      const summary = await archiveVolume(this.deps.volumeOf({ id: serverId }), target, {
+        ignored: backup.ignoredFiles,
+        signal: job.signal,
+        progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        onProgress: (p) => progress.report(toCounts(p), p.phase),
+      });
+      await fromStore(() => this.deps.storage.keep(serverId, backupId, target));
+      await progress.stop();
+      // The outcome and the end of the progress are one write.
+      await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
+        this.deps.backups.complete(
+          backup,
+          { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files },
+          now,
+          trx,
+        ),
+      );
+      recorded = true;
+      return { bytes: summary.archiveBytes };
+    } finally {
+      if (!recorded) await progress.clear();
+      await this.deps.storage.discard(target);
+    }
+  }
+
+  async fail(job: JobContext<Payload>, reason: string): Promise<void> {
+    const backup = await this.deps.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    if (backup === undefined) return;
+    await this.record(job, 'server:backup.fail', { name: backup.name, reason }, (trx, now) =>
+      this.deps.backups.markFailed(backup, now, trx),
+    );
+    // A failed backup keeps no archive: one stored before a later step failed is removed. If the
+    // store cannot be reached now, `backup reconcile` removes it later (and any upload or scratch
+    // file an attempt left), as it does whatever a failed backup still has in storage.
+    await this.deps.storage.delete(backup.serverId, backup.id).catch(() => undefined);
+  }
+
+  private async record(
+    job: JobContext<Payload>,
+    event: ActivityEvent,
+    properties: Record<string, unknown>,
+    change: (trx: Parameters<Parameters<Transactor>[0]>[0], now: string) => Promise<void>,
+  ): Promise<void> {
+    const { serverId, backupId, actorId, ip } = job.payload;
+    const userRow = actorId === null ? undefined : await this.deps.users.findById(actorId);
+    const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
+    await this.deps.transaction(async (trx) => {
+      await change(trx, toStoredTime(this.deps.clock()));
+      await this.deps.activity.record(
+        context,
+        {
+          event,
+          actor: userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null },
+          properties,
+          subjects: [
+            { type: 'server', id: serverId },
+            { type: 'backup', id: backupId },
+          ],
+        },
+        trx,
+      );
+    });
+  }
+}

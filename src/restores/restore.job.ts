@@ -1,0 +1,237 @@
+import type { Logger } from 'pino';
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobPayloads } from '../jobs/job-kinds.ts';
+import type { JobResult } from '../jobs/job-observer.ts';
+import type { JobContext, JobHandler } from '../jobs/worker.ts';
+import type { ServerRepository } from '../servers/server.repository.ts';
+import type { RequestContext } from '../shared/context.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { toUser } from '../users/user.ts';
+import {
+  ArchiveError,
+  shownPath,
+  skippedTotal,
+  type ExtractReport,
+} from '../storage/archive/archive.types.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
+import {
+  discardReport,
+  emptyTrash,
+  recoverRestore,
+  restorePaths,
+  savedReport,
+  swapIn,
+} from '../storage/volumes/restore-files.ts';
+import { stageRestoreInThread } from '../storage/volumes/stage-restore.ts';
+import { fromStore } from '../storage/stores/store-unreachable.ts';
+import {
+  ProgressReporter,
+  threadProgressInterval,
+  toCounts,
+  type ProgressReporterDeps,
+} from '../backups/backup-progress.ts';
+import type { BackupRepository } from '../backups/backup.repository.ts';
+import type { Backup } from '../backups/backup.ts';
+import type { ServerChanges } from '../servers/server-changes.ts';
+
+type Payload = JobPayloads['backup.restore'];
+const MIB = 1024 * 1024;
+const RESTORING = 'restoring_backup';
+/** How many skipped entries the completion entry lists by name. */
+const SKIPPED_SHOWN = 20;
+
+type Recovered =
+  { outcome: 'clean' | 'rolled-back' } | { outcome: 'completed'; report: ExtractReport | null };
+
+export interface RestoreJobDeps {
+  backups: BackupRepository;
+  servers: ServerRepository;
+  users: UserRepository;
+  activity: ActivityService;
+  /** The store a backup's archive is in, by the backup's `disk`. */
+  storageOf: (disk: string) => BackupStorage;
+  transaction: Transactor;
+  clock: Clock;
+  volumesDir: string;
+  logger: Logger;
+  /** Where and how often the job's progress is written. */
+  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+  /** Told when the server's status returns to idle (event streams of this process). */
+  changes?: ServerChanges;
+}
+
+/**
+ * Restores a backup onto a server's volume. The archive is checked (present, checksum) and
+ * extracted into a staging directory beside the volume (inside it, for a volume that is a mount
+ * point); only then is the volume touched, by swapping the staging directory (or its entries) in.
+ * A restore picked up again after its worker died first finishes or undoes whatever that worker
+ * left (`recoverRestore`).
+ */
+export class RestoreJob implements JobHandler<Payload> {
+  constructor(private readonly deps: RestoreJobDeps) {}
+
+  /** Restores, and says how many bytes of file content it wrote to the volume. */
+  async run(job: JobContext<Payload>): Promise<JobResult> {
+    const { serverId, backupId, truncate } = job.payload;
+    const paths = restorePaths(this.deps.volumesDir, serverId, job.id, job.attempt);
+    const recovered = await this.recoverEarlierAttempts(job);
+    if (recovered.outcome !== 'clean')
+      this.deps.logger.warn({ job: job.id, recovered: recovered.outcome }, 'restore picked up after a crash');
+    const backup = await this.deps.backups.findOfServer(serverId, backupId);
+    if (backup === undefined) throw new ArchiveError('not-found', 'the backup no longer exists');
+    if (recovered.outcome === 'completed') {
+      await this.finish(job, 'server:backup.restore-complete', {
+        name: backup.name,
+        ...this.completionDetails(job, recovered.report),
+      });
+      return {
+        ...(recovered.report === null ? {} : { bytes: recovered.report.bytes }),
+        afterwards: () => emptyTrash(this.deps.volumesDir),
+      };
+    }
+    const progress = this.startProgress(backup);
+    let recorded = false;
+    try {
+      const server = await this.deps.servers.findByReference(serverId);
+      const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
+      // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
+      // from S3); the job's signal ends it and removes its staging.
+      const archive = await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
+      const report = await stageRestoreInThread(
+        paths,
+        archive,
+        {
+          truncate,
+          maxBytes,
+          signal: job.signal,
+          progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        },
+        (p) => progress.report(toCounts(p), p.phase),
+      );
+      // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
+      if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
+        await recoverRestore(paths);
+        throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+      }
+      // The swap must happen once: only while this worker still holds the job.
+      if (!(await job.renewLease())) {
+        await recoverRestore(paths); // only this attempt's staging: the new owner's are its own
+        throw new Error('the job lease was lost before the swap');
+      }
+      progress.phase('swapping');
+      await swapIn(paths);
+      await progress.stop();
+      await this.finish(job, 'server:backup.restore-complete', {
+        name: backup.name,
+        ...this.completionDetails(job, report),
+      });
+      recorded = true;
+      // The replaced tree is deleted once the job is recorded: the server is released already.
+      return { bytes: report.bytes, afterwards: () => emptyTrash(this.deps.volumesDir) };
+    } finally {
+      if (!recorded) await progress.clear();
+    }
+  }
+
+  /** The restore's progress on the backup's row: it knows the archive's size and, often, its files. */
+  private startProgress(backup: Backup): ProgressReporter {
+    const { backups, clock } = this.deps;
+    return new ProgressReporter({ ...this.deps.progress, backups, clock }, backup, {
+      operation: 'restore',
+      phase: 'extracting',
+      bytesTotal: backup.bytes > 0 ? backup.bytes : null,
+      filesTotal: backup.files,
+    });
+  }
+
+  /**
+   * Finishes or undoes what earlier attempts (and this one) left: 'completed', with the report
+   * saved before its swap, when one of them had already swapped the restored tree in; 'clean' or
+   * 'rolled-back' otherwise.
+   */
+  private async recoverEarlierAttempts(job: JobContext<Payload>): Promise<Recovered> {
+    let recovered: Recovered = { outcome: 'clean' };
+    for (let attempt = 1; attempt <= job.attempt; attempt++) {
+      const paths = restorePaths(this.deps.volumesDir, job.payload.serverId, job.id, attempt);
+      const outcome = await recoverRestore(paths);
+      if (outcome === 'completed') recovered = { outcome, report: await savedReport(paths) };
+      else if (outcome === 'rolled-back' && recovered.outcome === 'clean') recovered = { outcome };
+    }
+    return recovered;
+  }
+
+  /** The completion entry's `files` and skipped entries (the true count; the first few by name). */
+  private completionDetails(job: JobContext<Payload>, report: ExtractReport | null): Record<string, unknown> {
+    if (report === null) {
+      this.deps.logger.warn({ job: job.id }, 'restore completed by recovery without a saved report');
+      return {};
+    }
+    const details: Record<string, unknown> = { files: report.files };
+    const skippedCount = skippedTotal(report);
+    if (skippedCount > 0) {
+      // Links and special files in an archive are never created; the user is told which.
+      details.skipped = report.skipped
+        .slice(0, SKIPPED_SHOWN)
+        .map(({ path, kind }) => ({ path: shownPath(path), kind }));
+      details.skipped_count = skippedCount;
+    }
+    return details;
+  }
+
+  async fail(job: JobContext<Payload>, reason: string): Promise<void> {
+    // Whatever a worker left half-done is finished or undone before the server is released.
+    const recovered = await this.recoverEarlierAttempts(job);
+    const name = await this.nameOf(job);
+    if (recovered.outcome === 'completed') {
+      await this.finish(job, 'server:backup.restore-complete', {
+        name,
+        ...this.completionDetails(job, recovered.report),
+      });
+      return;
+    }
+    await this.finish(job, 'server:backup.restore-failed', { name, reason });
+  }
+
+  private async nameOf(job: JobContext<Payload>): Promise<string> {
+    const backup = await this.deps.backups.findOfServer(job.payload.serverId, job.payload.backupId);
+    return backup?.name ?? job.payload.backupId;
+  }
+
+  /**
+   * Releases the server, shows that the restore no longer runs and records the outcome, in the
+   * batch of the request that asked for it.
+   */
+  private async finish(
+    job: JobContext<Payload>,
+    event: 'server:backup.restore-complete' | 'server:backup.restore-failed',
+    properties: Record<string, unknown>,
+  ): Promise<void> {
+    const { serverId, backupId, actorId, ip } = job.payload;
+    const userRow = actorId === null ? undefined : await this.deps.users.findById(actorId);
+    const context: RequestContext = { batch: job.batch, ip, userAgent: '' };
+    const actor = userRow === undefined ? null : { user: toUser(userRow), apiKeyId: null, sessionId: null };
+    await this.deps.transaction(async (trx) => {
+      await this.deps.servers.releaseStatus(serverId, RESTORING, toStoredTime(this.deps.clock()), trx);
+      await this.deps.backups.clearProgress({ id: backupId, serverId }, null, trx);
+      await this.deps.activity.record(
+        context,
+        {
+          event,
+          actor,
+          properties,
+          subjects: [
+            { type: 'server', id: serverId },
+            { type: 'backup', id: backupId },
+          ],
+        },
+        trx,
+      );
+    });
+    this.deps.changes?.notify(serverId);
+    // Recorded: the reports saved for recovery have served their purpose.
+    for (let attempt = 1; attempt <= job.attempt; attempt++)
+      await discardReport(restorePaths(this.deps.volumesDir, serverId, job.id, attempt));
+  }
+}

@@ -1,0 +1,91 @@
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { Transactor } from '../db/executor.ts';
+import type { JobRepository } from '../jobs/job.repository.ts';
+import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
+import type { ServerRepository } from '../servers/server.repository.ts';
+import type { AuthenticatedContext } from '../users/actor.ts';
+import { BadRequestError, NotFoundError } from '../shared/errors.ts';
+import { toStoredTime, type Clock } from '../shared/time.ts';
+import type { BackupRepository } from '../backups/backup.repository.ts';
+import type { Backup } from '../backups/backup.ts';
+import type { RestoreBody } from '../backups/backup.schema.ts';
+import type { RestoreThrottle } from './restore-throttle.ts';
+import type { ServerChanges } from '../servers/server-changes.ts';
+
+export interface BackupRestoreDeps {
+  servers: ServerRepository;
+  backups: BackupRepository;
+  jobs: JobRepository;
+  activity: ActivityService;
+  transaction: Transactor;
+  clock: Clock;
+  throttle: RestoreThrottle;
+  /** Told when the server's status changes (event streams of this process). */
+  changes?: ServerChanges;
+}
+
+/** Puts a server's files back as one of its backups holds them (the work itself is a job). */
+export class BackupRestoreService {
+  constructor(private readonly deps: BackupRestoreDeps) {}
+
+  /**
+   * Queues a restore of a backup the caller may restore (the route has checked visibility, the
+   * server's state and the permission, then the body). The state change, the job and the audit
+   * entry are one transaction, so of two simultaneous requests exactly one wins. Claiming the
+   * server's status holds its row, as a delete of one of its backups does first: the backup is
+   * looked up again once it is held, so a restore never starts on a backup a delete has just
+   * removed (it is a 404), and a delete that comes after sees the server restoring (a 409).
+   */
+  async requestRestore(
+    context: AuthenticatedContext,
+    access: ServerAccess,
+    backup: Backup,
+    body: RestoreBody,
+  ): Promise<void> {
+    if (!backup.isSuccessful || backup.completedAt === null) {
+      throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
+    }
+    const { servers, backups, jobs, activity, transaction, clock, throttle } = this.deps;
+    const serverId = access.server.id;
+    const { truncate } = body;
+    const now = toStoredTime(clock());
+    await throttle.run(serverId, () =>
+      transaction(async (trx) => {
+        if (!(await servers.claimStatus(serverId, 'restoring_backup', now, trx))) {
+          const current = await servers.findByReference(serverId, trx);
+          throw conflictFor(current?.status ?? 'restoring_backup');
+        }
+        if ((await backups.findOfServer(serverId, backup.id, trx)) === undefined) throw new NotFoundError();
+        await jobs.enqueue(
+          {
+            kind: 'backup.restore',
+            payload: {
+              serverId,
+              backupId: backup.id,
+              truncate,
+              actorId: context.actor.user.id,
+              ip: context.ip,
+            },
+            batch: context.batch,
+          },
+          now,
+          trx,
+        );
+        await activity.record(
+          context,
+          {
+            event: 'server:backup.restore',
+            actor: context.actor,
+            properties: { name: backup.name, truncate },
+            subjects: [
+              { type: 'server', id: serverId },
+              { type: 'backup', id: backup.id },
+            ],
+          },
+          trx,
+        );
+      }),
+    );
+    this.deps.changes?.notify(serverId);
+  }
+}

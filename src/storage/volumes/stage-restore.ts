@@ -1,0 +1,75 @@
+/**
+ * stageRestore (restore-files.ts) run in a worker thread: the gunzip, the tar parsing and checks,
+ * the writes and the walk of the live volume keep their CPU work off the event loop that answers
+ * HTTP, however large the archive.
+ */
+import { reviveThreadError, runInThread, type ThreadError } from '../../shared/thread.ts';
+import {
+  ArchiveError,
+  type ArchiveFailure,
+  type ExtractReport,
+  type Progress,
+} from '../archive/archive.types.ts';
+import type { ArchiveLocation } from '../stores/backup-storage.ts';
+import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
+
+/**
+ * The thread's young generation, in MiB. Extraction streams every byte of the archive through
+ * short-lived buffers; a small young generation collects them sooner. Measured on a 1.2 GiB
+ * archive: peak RSS 224 MB with V8's default, 212 MB at 16, 197 MB at 8 (same time), 190 MB at 4
+ * (25% more CPU).
+ */
+const YOUNG_GENERATION_MB = 8;
+
+export interface StageRestoreInput {
+  paths: RestorePaths;
+  /** A file path, or an S3 object the thread reads as a stream. */
+  archive: ArchiveLocation;
+  truncate: boolean;
+  maxBytes: number | null;
+  reportProgress: boolean;
+  progressIntervalMs?: number;
+}
+
+/**
+ * Builds the restored tree in `paths.staging`, as stageRestore does, in a worker thread, telling
+ * `onProgress` how far it has got (files and bytes written, archive bytes read; then the merge).
+ * Aborting `options.signal` ends the thread at once; the staging tree and its report are then
+ * removed before the promise rejects. An ArchiveError thrown in the thread is rethrown here as
+ * one, with the same reason, message and entry.
+ */
+export function stageRestoreInThread(
+  paths: RestorePaths,
+  archive: ArchiveLocation,
+  options: StageOptions,
+  onProgress?: (p: Progress) => void,
+): Promise<ExtractReport> {
+  const input: StageRestoreInput = {
+    paths,
+    archive,
+    truncate: options.truncate,
+    maxBytes: options.maxBytes,
+    reportProgress: onProgress !== undefined,
+    ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+  };
+  return runInThread<ExtractReport, Progress>(import.meta.url, './stage-restore.thread', input, {
+    ...(onProgress ? { onMessage: onProgress } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    // stageRestore removes its own staging when it fails; not when its thread is ended mid-way.
+    cleanUp: async (succeeded) => {
+      if (!succeeded) await discardStaging(paths);
+    },
+    reviveError,
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+  });
+}
+
+function reviveError(error: ThreadError): Error {
+  if (error.name !== 'ArchiveError') return reviveThreadError(error);
+  const { reason, entry } = error.fields;
+  return new ArchiveError(
+    reason as ArchiveFailure,
+    error.message,
+    typeof entry === 'string' ? entry : undefined,
+  );
+}
