@@ -87,7 +87,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       clock,
       logger,
       jobKinds: Object.keys(services.jobHandlers),
-      backupStorage: services.backupStorage,
+      backupStorage: services.backupStores.current,
+      activity: services.activityRepository,
       reconcileStorage: () => reconcile.run(),
       sharedCounters: shared,
     });

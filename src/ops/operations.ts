@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ReconcileReport } from '../backups/backup-reconcile.service.ts';
-import { ActivityRepository } from '../activity/activity.repository.ts';
+import type { ActivityRepository } from '../activity/activity.repository.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Db } from '../db/connection.ts';
 import { knownMigrations } from '../db/migrate.ts';
@@ -23,6 +23,8 @@ export interface OperationsDeps {
   jobKinds: readonly string[];
   /** Where backups are kept: readiness checks it takes a write. */
   backupStorage: BackupStorage;
+  /** The activity log, which retention prunes. */
+  activity: ActivityRepository;
   /** Reconciles backup storage with the backups; retention runs it after pruning rows. */
   reconcileStorage?: () => Promise<ReconcileReport>;
   /** The shared counters (Redis), when REDIS_URL is set: readiness and metrics report them. */
@@ -54,6 +56,7 @@ export function createOperations({
   logger,
   jobKinds,
   backupStorage,
+  activity,
   reconcileStorage,
   sharedCounters = null,
 }: OperationsDeps): Operations {
@@ -69,7 +72,7 @@ export function createOperations({
     ? new Metrics({ queuedJobs: () => status.queuedJobsByKind(), jobKinds, logger, redis: sharedCounters })
     : null;
   const retention = new RetentionService({
-    activity: new ActivityRepository(db.kysely, db.kind),
+    activity,
     retention: new RetentionRepository(db.kysely),
     leases: new LeaseRepository(db.kysely),
     clock,

@@ -1,6 +1,5 @@
 import type { Actor } from '../users/actor.ts';
-import { ConflictError, ForbiddenError, NotFoundError } from '../shared/errors.ts';
-import type { Permission } from './permissions.ts';
+import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow, ServerStatus } from './server.table.ts';
 
@@ -33,10 +32,6 @@ export class ServerAccessService {
     const subuser = await this.servers.findSubuser(server.id, actor.user.id);
     if (subuser === undefined) throw new NotFoundError();
     return { server, permissions: JSON.parse(subuser.permissions) as string[] };
-  }
-
-  assertCan(access: ServerAccess, permission: Permission): void {
-    if (access.permissions !== 'all' && !access.permissions.includes(permission)) throw new ForbiddenError();
   }
 
   /** Nothing may happen to a server's files while it installs, is suspended, restores or moves. */

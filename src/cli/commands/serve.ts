@@ -3,7 +3,6 @@ import type { App } from '../../app.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { openRuntime } from '../../runtime.ts';
 import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
-import { S3BackupStorage } from '../../storage/stores/s3-backup-storage.ts';
 import { bootstrapAdministrator } from '../bootstrap.ts';
 import { positiveInteger } from '../output.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';
@@ -41,8 +40,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const port = options.port === undefined ? config.port : positiveInteger(options.port);
   const runtime = await openRuntime(config);
   // Download links and deletions go through the S3 client in this thread: load it while starting.
-  const storage = runtime.services.backupStorage;
-  if (storage instanceof S3BackupStorage) storage.preload();
+  runtime.services.backupStores.preload();
   let app: App | undefined;
   let started: (outcome: boolean) => void = () => undefined;
   try {

@@ -1,0 +1,77 @@
+import type { ActivityService } from '../activity/activity.service.ts';
+import type { JobRepository } from '../jobs/job.repository.ts';
+import type { ModuleContext } from '../module-context.ts';
+import type { ServersModule } from '../servers/servers.module.ts';
+import { loadAppKey } from '../shared/app-key.ts';
+import type { BackupStores } from '../storage/stores/backup-stores.ts';
+import type { UserRepository } from '../users/user.repository.ts';
+import { BackupDeletionRepository } from './backup-deletion.repository.ts';
+import { BackupManagementService } from './backup-management.service.ts';
+import { BackupReconcileService } from './backup-reconcile.service.ts';
+import { BackupArchiveJob } from './backup.job.ts';
+import { BackupRepository } from './backup.repository.ts';
+import { DownloadSigner } from './download-signer.ts';
+import { ReconcileRepository } from './reconcile.repository.ts';
+
+export interface BackupsModuleDeps {
+  users: UserRepository;
+  activity: ActivityService;
+  servers: ServersModule;
+  jobs: JobRepository;
+  stores: BackupStores;
+}
+
+/**
+ * Backups: made (the `backup.create` job), listed, locked, downloaded and deleted, and the stores
+ * kept in step with the rows (reconcile).
+ */
+export function createBackupsModule(
+  { config, db, transaction, clock, logger }: ModuleContext,
+  { users, activity, servers, jobs, stores }: BackupsModuleDeps,
+) {
+  const progress = { logger, intervalMs: config.progressIntervalMs };
+  const volumeOf = servers.servers.volumeOf.bind(servers.servers);
+  const repository = new BackupRepository(db.kysely, servers.changes);
+  const deletions = new BackupDeletionRepository(db.kysely);
+  return {
+    repository,
+    backupManagement: new BackupManagementService({
+      backups: repository,
+      deletions,
+      servers: servers.repository,
+      jobs,
+      activity,
+      storage: stores.current,
+      storageOf: stores.of,
+      signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
+      transaction,
+      clock,
+      logger,
+      progress,
+      volumeOf,
+    }),
+    /** Removes what backup storage holds that is garbage (`backup reconcile`, retention). */
+    backupReconcile: new BackupReconcileService({
+      backups: repository,
+      deletions,
+      reconcile: new ReconcileRepository(db.kysely),
+      stores: stores.all,
+      activity,
+      transaction,
+      clock,
+      logger,
+    }),
+    handlers: {
+      'backup.create': new BackupArchiveJob({
+        backups: repository,
+        users,
+        activity,
+        storage: stores.current,
+        transaction,
+        clock,
+        volumeOf,
+        progress,
+      }),
+    },
+  };
+}
