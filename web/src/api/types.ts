@@ -1,146 +1,61 @@
-/** The shapes of the client API the panel reads (see the README's API table). */
+/**
+ * The shapes of the client API the panel reads (see the README's API table), taken from the
+ * types generated from the server's OpenAPI document (openapi.gen.ts; regenerate it with
+ * `node --import tsx scripts/api-types.ts`). No wire shape is written here by hand: when a
+ * route's schema changes, the regenerated file changes these, and the compiler says what breaks.
+ */
+import type { paths } from './openapi.gen.ts';
 
-export interface Pagination {
-  total: number;
-  count: number;
-  per_page: number;
-  current_page: number;
-  total_pages: number;
-}
+/** The JSON body of an operation's 200 answer (a compile error if it has none). */
+type Ok<Operation extends { responses: { 200: { content: { 'application/json': unknown } } } }> =
+  Operation['responses'][200]['content']['application/json'];
 
-export interface List<T> {
-  object: 'list';
-  data: T[];
-  meta?: { pagination?: Pagination; backup_count?: number };
-}
+/** The activity feeds the panel reads: the caller's, and a server's. */
+type ActivityList =
+  Ok<paths['/api/client/activity']['get']> | Ok<paths['/api/client/servers/{server}/activity']['get']>;
 
-export interface UserAttributes {
-  uuid: string;
-  username: string;
-  email: string;
-  first_name: string;
-  last_name: string;
-}
+export type ActivityLog = ActivityList['data'][number];
 
-export interface Account {
-  object: 'user';
-  attributes: UserAttributes & {
-    id: number;
-    admin: boolean;
-    language: string;
-    /** Whether two-factor authentication is on (absent on servers without it). */
-    use_totp?: boolean;
-  };
-}
+export type Pagination = Ok<paths['/api/client/activity']['get']>['meta']['pagination'];
 
-export interface ActivityLog {
-  object: 'activity_log';
-  attributes: {
-    batch: string | null;
-    event: string;
-    is_api?: boolean;
-    ip: string | null;
-    description: string;
-    properties: Record<string, unknown>;
-    has_additional_metadata: boolean;
-    timestamp: string;
-  };
-  relationships: {
-    actor: { object: 'user'; attributes: UserAttributes } | { object: 'null_resource'; attributes: null };
-  };
-}
+/** A user as an activity entry names its actor: the attributes every user payload carries. */
+export type UserAttributes = Extract<ActivityLog['relationships']['actor'], { object: 'user' }>['attributes'];
 
-export interface ApiKey {
-  object: 'api_key';
-  attributes: {
-    identifier: string;
-    description: string;
-    allowed_ips: string[];
-    last_used_at: string | null;
-    created_at: string;
-  };
-}
+export type Account = Ok<paths['/api/client/account']['get']>;
 
-export interface CreatedApiKey extends ApiKey {
-  meta: { secret_token: string };
-}
+export type ApiKey = Ok<paths['/api/client/account/api-keys']['get']>['data'][number];
+
+/** A key just created: the only answer that carries its secret. */
+export type CreatedApiKey = Ok<paths['/api/client/account/api-keys']['post']>;
+
+export type Server = Ok<paths['/api/client/servers/{server}']['get']>;
 
 /** null when idle; otherwise what the server is busy with (`restoring_backup`, `installing`, …). */
-export type ServerStatus = string | null;
+export type ServerStatus = Server['attributes']['status'];
 
-export interface Server {
-  object: 'server';
-  attributes: {
-    server_owner: boolean;
-    identifier: string;
-    uuid: string;
-    name: string;
-    description: string;
-    status: ServerStatus;
-    is_suspended: boolean;
-    is_installing: boolean;
-    is_transferring: boolean;
-    limits: { disk: number };
-    feature_limits: { backups: number };
-  };
-  meta: { is_server_owner: boolean; user_permissions: string[] };
+export type Backup = Ok<paths['/api/client/servers/{server}/backups/{backup}']['get']>;
+
+export type BackupAttributes = Backup['attributes'];
+
+/** What a backup's job is doing now (a backup being made, or a restore of it). */
+export type Progress = NonNullable<BackupAttributes['progress']>;
+
+export type Subuser = Ok<paths['/api/client/servers/{server}/users/{user}']['get']>;
+
+export type LoginResponse = Ok<paths['/auth/login']['post']>;
+
+export type TwoFactorSetup = Ok<paths['/api/client/account/two-factor']['get']>;
+
+export type RecoveryTokens = Ok<paths['/api/client/account/two-factor']['post']>;
+
+/** The list answers, by the `object` of their items. */
+interface Lists {
+  activity_log: ActivityList;
+  api_key: Ok<paths['/api/client/account/api-keys']['get']>;
+  server: Ok<paths['/api/client']['get']>;
+  backup: Ok<paths['/api/client/servers/{server}/backups']['get']>;
+  server_subuser: Ok<paths['/api/client/servers/{server}/users']['get']>;
 }
 
-export interface Progress {
-  operation: 'backup' | 'restore';
-  phase: string;
-  bytes_done: number;
-  bytes_total: number | null;
-  files_done: number;
-  files_total: number | null;
-  started_at: string;
-  updated_at: string;
-}
-
-export interface BackupAttributes {
-  uuid: string;
-  name: string;
-  ignored_files: string[];
-  sha256_hash: string | null;
-  checksum: string | null;
-  bytes: number;
-  created_at: string;
-  completed_at: string | null;
-  is_successful: boolean;
-  is_locked: boolean;
-  /** What the backup's job is doing now (absent on servers that do not report it). */
-  progress?: Progress | null;
-}
-
-export interface Backup {
-  object: 'backup';
-  attributes: BackupAttributes;
-}
-
-export interface Subuser {
-  object: 'server_subuser';
-  attributes: {
-    uuid: string;
-    username: string;
-    email: string;
-    image: string;
-    '2fa_enabled': boolean;
-    created_at: string;
-    permissions: string[];
-  };
-}
-
-export interface LoginResponse {
-  data:
-    | { complete: true; intended: string; user: UserAttributes & { root_admin: boolean } }
-    | { complete: false; confirmation_token: string };
-}
-
-export interface TwoFactorSetup {
-  data: { image_url_data: string; secret: string; qr_code: string };
-}
-
-export interface RecoveryTokens {
-  object: 'recovery_tokens';
-  attributes: { tokens: string[] };
-}
+/** The list answer whose items are `T`s (`List<Backup>`: a server's backups, with their meta). */
+export type List<T extends { object: keyof Lists }> = Lists[T['object']];
