@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
+import type { RequestContext } from '../shared/context.ts';
 import { ForbiddenError, NotAuthenticatedError } from '../shared/errors.ts';
+import type { Actor } from '../users/actor.ts';
 import { contextOf } from './request-context.ts';
 
 export const SESSION_COOKIE = 'aerie_session';
@@ -41,6 +43,38 @@ export function assertSameOrigin(request: FastifyRequest): void {
   if (host !== request.host) throw refuse();
 }
 
+/** What a request authenticates with: a bearer API key, or the session cookie. */
+export interface Credential {
+  kind: 'key' | 'session';
+  token: string;
+}
+
+/**
+ * The request's credential: a bearer API key (the scheme name in any case), else the session
+ * cookie. None when the request carries neither, or when its `Authorization` header is not a
+ * bearer token (the cookie is then not looked at).
+ */
+export function credentialOf(request: FastifyRequest): Credential | undefined {
+  const authorization = request.headers.authorization;
+  if (authorization !== undefined) {
+    const token = /^bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+    return token === undefined ? undefined : { kind: 'key', token };
+  }
+  const session = readCookie(request, SESSION_COOKIE);
+  return session === undefined ? undefined : { kind: 'session', token: session };
+}
+
+/** Who the credential authenticates (401, or 403 for a key used from an address it may not be). */
+export function authenticateCredential(
+  services: Pick<Services, 'apiKeys' | 'sessions'>,
+  credential: Credential,
+  context: RequestContext,
+): Promise<Actor> {
+  return credential.kind === 'key'
+    ? services.apiKeys.authenticate(credential.token, context)
+    : services.sessions.authenticate(credential.token);
+}
+
 /**
  * Authenticates every request of the scope it is added to: a bearer API key (the scheme name
  * in any case), else the session cookie. Runs before the body is read or validated, so an
@@ -51,16 +85,9 @@ export function requireAuthentication(
   services: Pick<Services, 'apiKeys' | 'sessions'>,
 ): void {
   app.addHook('onRequest', async (request) => {
-    const authorization = request.headers.authorization;
-    if (authorization !== undefined) {
-      const match = /^bearer\s+(\S+)\s*$/i.exec(authorization);
-      if (match?.[1] === undefined) throw new NotAuthenticatedError();
-      request.actor = await services.apiKeys.authenticate(match[1], contextOf(request));
-      return;
-    }
-    const session = readCookie(request, SESSION_COOKIE);
-    if (session === undefined) throw new NotAuthenticatedError();
-    request.actor = await services.sessions.authenticate(session);
-    assertSameOrigin(request);
+    const credential = credentialOf(request);
+    if (credential === undefined) throw new NotAuthenticatedError();
+    request.actor = await authenticateCredential(services, credential, contextOf(request));
+    if (credential.kind === 'session') assertSameOrigin(request);
   });
 }
