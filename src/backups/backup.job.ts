@@ -1,9 +1,10 @@
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { ActivityEvent } from '../activity/activity.events.ts';
 import type { Transactor } from '../db/executor.ts';
+import { Type } from '@sinclair/typebox';
+import { payloadSchema, type JobContext, type JobHandler } from '../jobs/job-handler.ts';
 import type { JobPayloads } from '../jobs/job-kinds.ts';
 import type { JobResult } from '../jobs/job-observer.ts';
-import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { BackupStorage } from '../storage/stores/backup-storage.ts';
@@ -18,8 +19,21 @@ import {
   toCounts,
   type ProgressReporterDeps,
 } from './backup-progress.ts';
+import { tellingTheQueue } from './job-errors.ts';
 
 type Payload = JobPayloads['backup.create'];
+
+/** What a backup.create job holds: checked by the worker before the job runs. */
+export const BackupJobPayloadSchema = payloadSchema(
+  'backup.create',
+  Type.Object({
+    serverId: Type.String(),
+    backupId: Type.String(),
+    /** Who asked, and from where: the job's activity entries are theirs. */
+    actorId: Type.Union([Type.String(), Type.Null()]),
+    ip: Type.Union([Type.String(), Type.Null()]),
+  }),
+);
 
 export interface BackupArchiveJobDeps {
   backups: BackupRepository;
@@ -39,10 +53,19 @@ export interface BackupArchiveJobDeps {
  * starts the archive over. Its progress is on the backup's row while it runs.
  */
 export class BackupArchiveJob implements JobHandler<Payload> {
+  readonly payload = BackupJobPayloadSchema;
+
   constructor(private readonly deps: BackupArchiveJobDeps) {}
 
-  /** Archives, and says how many bytes the archive holds. */
-  async run(job: JobContext<Payload>): Promise<JobResult> {
+  /**
+   * Archives, and says how many bytes the archive holds. An archive, a store or a volume that
+   * fails is reported to the queue as permanent or unreachable (job-errors.ts).
+   */
+  run(job: JobContext<Payload>): Promise<JobResult> {
+    return tellingTheQueue(() => this.archive(job));
+  }
+
+  private async archive(job: JobContext<Payload>): Promise<JobResult> {
     const { serverId, backupId } = job.payload;
     const backup = await this.deps.backups.findOfServer(serverId, backupId);
     if (backup === undefined) return {}; // deleted while queued: nothing to do

@@ -1,17 +1,19 @@
 /**
  * What a job's failure says about trying again, and what the user is told about it:
  *
- * - permanent: another try cannot mend it (a damaged archive, a disk limit, a refused request, a
- *   file that cannot be moved across a mount point); the job fails at once.
- * - unreachable: the backup store or the database could not be reached, or answered that it is
- *   failing for now. The job is tried again, with growing waits, for as long as the retry window
- *   allows (retry-policy.ts), and its tries then do not count against its attempts.
+ * - permanent: another try cannot mend it; the job fails at once. A handler says so by throwing a
+ *   PermanentJobError, whose reason the user is shown.
+ * - unreachable: something the job needs (the backup store, the database) could not be reached, or
+ *   answered that it is failing for now. The job is tried again, with growing waits, for as long
+ *   as the retry window allows (retry-policy.ts), and its tries then do not count against its
+ *   attempts. A handler says so by throwing an UnreachableJobError; a lost or refused database
+ *   connection is recognised as it is.
  * - other: anything else (a bug, a lost lease before a swap); tried again a few times.
+ *
+ * The queue knows no more than this: each job kind's handler turns the failures of what it uses
+ * into these errors.
  */
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
-import { AppError } from '../shared/errors.ts';
-import { ArchiveError } from '../storage/archive/archive.types.ts';
-import { storeUnreachable } from '../storage/stores/store-unreachable.ts';
 
 export type Unreachable = 'store' | 'database';
 
@@ -20,32 +22,44 @@ export type JobFailure =
   | { kind: 'unreachable'; what: Unreachable; cause: string }
   | { kind: 'other'; reason: string };
 
-const INTERNAL = 'an internal error occurred; the server log has the details';
+const NAMES: Record<Unreachable, string> = { store: 'the backup store', database: 'the database' };
 
-/**
- * Filesystem errors no later try can mend. EXDEV and EBUSY come from a rename or a link across a
- * mount point (which a restore avoids for a volume that is one: restore-files.ts); retried, each
- * try would download and extract the whole archive again only to fail the same way.
- */
-const UNMOVABLE = new Set(['EXDEV', 'EBUSY']);
-
-export function classifyFailure(error: unknown): JobFailure {
-  if (error instanceof ArchiveError || error instanceof AppError)
-    return { kind: 'permanent', reason: error.message };
-  const store = storeUnreachable(error);
-  if (store !== null) return { kind: 'unreachable', what: 'store', cause: store };
-  if (isDatabaseUnavailable(error))
-    return { kind: 'unreachable', what: 'database', cause: codeOf(error) ?? 'connection lost' };
-  const code = codeOf(error);
-  if (code !== null && UNMOVABLE.has(code))
-    return {
-      kind: 'permanent',
-      reason: `files could not be moved (${code}): a mount point inside the server's volume is in the way`,
-    };
-  return { kind: 'other', reason: INTERNAL };
+/** A failure no later try can mend: the job fails at once, with `reason` (shown to the user). */
+export class PermanentJobError extends Error {
+  constructor(
+    readonly reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(reason, options);
+    this.name = 'PermanentJobError';
+  }
 }
 
-const NAMES: Record<Unreachable, string> = { store: 'the backup store', database: 'the database' };
+/**
+ * `what` could not be reached, for `why` (an error code, `SlowDown, HTTP 503`): the job is tried
+ * again later, for as long as the retry window lasts.
+ */
+export class UnreachableJobError extends Error {
+  constructor(
+    readonly what: Unreachable,
+    readonly why: string,
+    options?: ErrorOptions,
+  ) {
+    super(`${NAMES[what]} could not be reached (${why})`, options);
+    this.name = 'UnreachableJobError';
+  }
+}
+
+const INTERNAL = 'an internal error occurred; the server log has the details';
+
+export function classifyFailure(error: unknown): JobFailure {
+  if (error instanceof PermanentJobError) return { kind: 'permanent', reason: error.reason };
+  if (error instanceof UnreachableJobError)
+    return { kind: 'unreachable', what: error.what, cause: error.why };
+  if (isDatabaseUnavailable(error))
+    return { kind: 'unreachable', what: 'database', cause: errorCode(error) ?? 'connection lost' };
+  return { kind: 'other', reason: INTERNAL };
+}
 
 /** The reason a job waiting to be tried again shows. */
 export function retryingReason(what: Unreachable, cause: string): string {
@@ -65,9 +79,9 @@ function duration(ms: number): string {
 }
 
 /** The first error code along the error's causes. */
-function codeOf(error: unknown, depth = 0): string | null {
+export function errorCode(error: unknown, depth = 0): string | null {
   if (!(error instanceof Error) || depth > 3) return null;
   const { code, cause } = error as { code?: unknown; cause?: unknown };
   if (typeof code === 'string' || typeof code === 'number') return String(code);
-  return codeOf(cause, depth + 1);
+  return errorCode(cause, depth + 1);
 }

@@ -1,4 +1,8 @@
-/** Every kind of job, with its payload. A worker must have a handler for each (checked by the type). */
+/**
+ * Every kind of job, with its payload. A worker must have a handler for each (checked by the type);
+ * the handler holds the schema its payloads are checked against when a job is claimed, made with
+ * `payloadSchema` (job-handler.ts), which keeps it and the type here one.
+ */
 export interface JobPayloads {
   'backup.create': {
     serverId: string;

@@ -3,40 +3,22 @@ import os from 'node:os';
 import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
+import { JobAttempt } from './job-attempt.ts';
 import { classifyFailure, type JobFailure } from './job-failure.ts';
-import type { JobKind, JobPayloads } from './job-kinds.ts';
-import type { JobObserver, JobOutcome, JobResult } from './job-observer.ts';
+import type { JobContext, JobHandler, JobHandlers } from './job-handler.ts';
+import type { JobObserver, JobResult } from './job-observer.ts';
+import { readJob, subjectsOf, type ReadJob } from './job-payloads.ts';
 import type { JobWakeups } from './job-wakeups.ts';
 import type { JobRepository } from './job.repository.ts';
 import type { JobRow } from './job.table.ts';
-import { afterFailure, backoffMs, retryPolicy, type RetryPolicy } from './retry-policy.ts';
+import { asRetryPolicy, type RetryPolicy, type RetryPolicyOptions } from './retry-policy.ts';
 
-export interface JobContext<P> {
-  id: number;
-  payload: P;
-  batch: string;
-  /** 1 on the first try; more when an earlier worker died or the job was retried. */
-  attempt: number;
-  /** Aborted when this worker loses the job's lease (another worker may now own it). */
-  signal: AbortSignal;
-  /**
-   * Renews the lease now and says whether this worker still holds the job. Call it right before
-   * a step that must not run twice (a restore's swap): after a true, no other worker can claim
-   * the job for a whole lease.
-   */
-  renewLease(): Promise<boolean>;
-}
-
-export interface JobHandler<P> {
-  run(job: JobContext<P>): Promise<void | JobResult>;
-  /** Called once, when the job has failed for good; `reason` is fit to show the user. */
-  fail(job: JobContext<P>, reason: string): Promise<void>;
-}
-
-export type JobHandlers = { [K in JobKind]: JobHandler<JobPayloads[K]> };
+export type { JobContext, JobHandler, JobHandlers, PayloadSchema } from './job-handler.ts';
+export { JobInterrupted } from './job-attempt.ts';
 
 export interface WorkerDeps {
   jobs: JobRepository;
+  /** A handler for each kind of job, with the schema of its payload (job-handler.ts). */
   handlers: JobHandlers;
   clock: Clock;
   logger: Logger;
@@ -57,43 +39,11 @@ export interface WorkerDeps {
   /** Told how each attempt ended (metrics). */
   observer?: JobObserver;
   /**
-   * How a job that could not reach the backup store or the database is tried again: for how long
-   * (AERIE_JOB_RETRY_MINUTES) and with which waits (retry-policy.ts has the defaults).
+   * When a failed job is tried again: the policy, or the options that differ from its defaults
+   * (retry-policy.ts), such as how long a job that could not reach the backup store or the
+   * database keeps trying (AERIE_JOB_RETRY_MINUTES).
    */
-  retry?: Partial<RetryPolicy>;
-}
-
-/** Why a running job was stopped from outside its handler. */
-export class JobInterrupted extends Error {
-  constructor(readonly why: 'lease-lost' | 'timeout' | 'shutdown') {
-    super(
-      why === 'lease-lost'
-        ? 'the job lease was lost'
-        : why === 'timeout'
-          ? 'the job ran out of time'
-          : 'the worker is stopping',
-    );
-    this.name = 'JobInterrupted';
-  }
-}
-
-/** How long an interrupted job may take to clean up before the worker moves on. */
-const CLEAN_UP_GRACE_MS = 2000;
-
-async function settledWithin(work: Promise<unknown> | undefined, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    work?.catch(() => undefined),
-    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
-  ]);
-  clearTimeout(timer);
-}
-
-/** Rejects when `signal` aborts; never settles otherwise. */
-function whenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_resolve, reject) => {
-    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
-  });
+  retry?: RetryPolicy | Partial<RetryPolicyOptions>;
 }
 
 /**
@@ -102,8 +52,10 @@ function whenAborted(signal: AbortSignal): Promise<never> {
  * claimed more often than its `max_attempts` is given up, and its handler told why. Every path
  * ends in a bounded number of attempts, or (for tries that could not reach the backup store or
  * the database, which are retried with growing waits and do not count as attempts) a bounded
- * time: a job that fails, times out, cannot be read, or whose handler cannot even record its
- * failure is still marked failed in the end.
+ * time: a job that fails, times out, cannot be read (or holds no payload of its kind), or whose
+ * handler cannot even record its failure is still marked failed in the end. What a failure means
+ * for trying again is the handler's to say (job-failure.ts); when and how often, the retry
+ * policy's (retry-policy.ts).
  */
 export class Worker {
   readonly owner: string;
@@ -127,7 +79,7 @@ export class Worker {
 
   constructor(private readonly deps: WorkerDeps) {
     this.owner = `${deps.node}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.retry = retryPolicy(deps.retry);
+    this.retry = asRetryPolicy(deps.retry);
   }
 
   start(): void {
@@ -223,138 +175,118 @@ export class Worker {
     return true;
   }
 
+  /** Runs a claimed job under its lease and time limit, and records how it ended. */
   private async execute(row: JobRow): Promise<void> {
-    const handler = (this.deps.handlers as Record<string, JobHandler<unknown> | undefined>)[row.kind];
-    let log = this.deps.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
-    if (handler === undefined) {
-      log.error('no handler for this kind of job');
-      await this.deps.jobs.finish(
-        row.id,
-        this.owner,
-        'failed',
-        `no handler for jobs of kind ${row.kind}`,
-        this.now(),
-      );
+    const read = readJob(row, this.deps.handlers);
+    if (!read.readable) return this.unreadable(row, read);
+    const { handler, payload } = read;
+    const log = this.logOf(row).child(subjectsOf(payload));
+    const attempt = new JobAttempt(row, payload, {
+      renewLease: () => this.deps.jobs.heartbeat(row.id, this.owner, this.now(), this.leaseUntil()),
+      observer: this.deps.observer,
+      log,
+    });
+    const givenUp = this.retry.givenUp(row);
+    if (givenUp !== null) {
+      await this.failForGood(handler, attempt.job, log, givenUp);
+      attempt.ended('failed');
       return;
     }
-    let payload: unknown;
-    try {
-      payload = JSON.parse(row.payload);
-    } catch (error) {
-      log.error({ err: error }, 'the job payload is not valid JSON');
-      await this.deps.jobs.finish(row.id, this.owner, 'failed', 'the job could not be read', this.now());
-      return;
-    }
-    log = log.child(subjectsOf(payload));
-    const startedAt = performance.now();
-    const ended = (outcome: JobOutcome, bytes: number | null = null) => {
-      const durationMs = Math.round(performance.now() - startedAt);
-      try {
-        this.deps.observer?.jobEnded({ kind: row.kind, outcome, durationMs, bytes });
-      } catch (error) {
-        log.warn({ err: error }, 'the job observer failed');
-      }
-      return { durationMs, ...(bytes === null ? {} : { bytes }) };
-    };
-    const stop = new AbortController();
-    const interrupt = (why: JobInterrupted['why']) => {
-      if (!stop.signal.aborted) stop.abort(new JobInterrupted(why));
-    };
-    const job: JobContext<unknown> = {
-      id: row.id,
-      payload,
-      batch: row.batch,
-      attempt: row.attempts,
-      signal: stop.signal,
-      renewLease: async () => {
-        const held = await this.deps.jobs.heartbeat(row.id, this.owner, this.now(), this.leaseUntil());
-        if (!held) interrupt('lease-lost');
-        return held;
-      },
-    };
-    // Tries that could not reach the store or the database are not attempts.
-    if (row.attempts - row.unreachable_retries > row.max_attempts) {
-      await this.failForGood(
-        handler,
-        job,
-        log,
-        `gave up after ${row.max_attempts} attempts that did not finish`,
-      );
-      ended('failed');
-      return;
-    }
-
-    const heartbeat = setInterval(
-      () => {
-        job.renewLease().catch((error: unknown) => log.warn({ err: error }, 'could not renew the job lease'));
-      },
-      Math.max(50, Math.floor(this.deps.leaseMs / 3)),
-    );
-    const deadline = setTimeout(() => interrupt('timeout'), this.deps.timeoutMs);
-    let running: Promise<void | JobResult> | undefined;
-    this.interrupt = interrupt;
+    const unwatch = attempt.watch(this.deps.leaseMs, this.deps.timeoutMs);
+    this.interrupt = (why) => attempt.interrupt(why);
     try {
       log.info('job started');
-      running = handler.run(job);
-      // A handler should stop when its signal aborts; one that does not is left behind.
-      const result = await Promise.race([running, whenAborted(stop.signal)]);
-      const bytes = typeof result?.bytes === 'number' ? result.bytes : null;
-      const finished = () => this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now());
-      if (await this.recording(finished, log)) log.info(ended('succeeded', bytes), 'job succeeded');
-      else
-        log.warn(
-          ended('abandoned', bytes),
-          'job finished after its lease was lost; the worker that took it over decides its outcome',
-        );
-      // Not awaited here: a worker asked to stop does not wait for it (it is left for later).
-      const afterwards = result?.afterwards;
-      if (afterwards !== undefined)
-        this.afterwards = afterwards().catch((error: unknown) =>
-          log.warn({ err: error }, 'the work a job left for after it ended failed'),
-        );
+      await this.succeeded(row, attempt, await attempt.run(handler), log);
     } catch (error) {
-      const cause: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
-      // Give an interrupted handler a moment to clean up (remove what it was writing).
-      if (cause instanceof JobInterrupted) await settledWithin(running, CLEAN_UP_GRACE_MS);
-      if (cause instanceof JobInterrupted && cause.why === 'lease-lost') {
-        log.warn({ err: error, ...ended('abandoned') }, 'job abandoned: its lease was lost');
-      } else if (cause instanceof JobInterrupted && cause.why === 'shutdown') {
-        log.warn(
-          ended('abandoned'),
-          'job left to its lease: the worker is stopping; another worker will take it over',
-        );
-      } else {
-        const failure: JobFailure =
-          cause instanceof JobInterrupted
-            ? { kind: 'other', reason: `the job did not finish within ${this.deps.timeoutMs / 1000} seconds` }
-            : classifyFailure(error);
-        const next = afterFailure(this.retry, row, failure, this.deps.clock().getTime());
-        if (!next.retry) {
-          log.warn({ err: error, ...ended('failed') }, 'job failed');
-          await this.failForGood(handler, job, log, next.reason);
-        } else {
-          const at = toStoredTime(new Date(next.atMs));
-          const since = next.unreachableSinceMs;
-          log.warn({ err: error, ...ended('retried'), retryAt: at }, 'job failed; it will be tried again');
-          await this.recording(
-            () =>
-              this.deps.jobs.retryLater(
-                row.id,
-                this.owner,
-                next.reason,
-                at,
-                this.now(),
-                since === undefined ? undefined : toStoredTime(new Date(since)),
-              ),
-            log,
-          );
-        }
-      }
+      await this.failed(row, handler, attempt, error, log);
     } finally {
       this.interrupt = undefined;
-      clearInterval(heartbeat);
-      clearTimeout(deadline);
+      unwatch();
     }
+  }
+
+  private logOf(row: JobRow): Logger {
+    return this.deps.logger.child({ job: row.id, kind: row.kind, attempt: row.attempts });
+  }
+
+  /** Fails a job that can never run (of no known kind, or whose payload is not one), at once. */
+  private async unreadable(row: JobRow, read: Extract<ReadJob, { readable: false }>): Promise<void> {
+    this.logOf(row).error(read.details ?? {}, read.problem);
+    await this.deps.jobs.finish(row.id, this.owner, 'failed', read.reason, this.now());
+  }
+
+  /** Records the job succeeded, and keeps what it left for afterwards for before the next claim. */
+  private async succeeded(
+    row: JobRow,
+    attempt: JobAttempt,
+    result: void | JobResult,
+    log: Logger,
+  ): Promise<void> {
+    const bytes = typeof result?.bytes === 'number' ? result.bytes : null;
+    const finished = () => this.deps.jobs.finish(row.id, this.owner, 'succeeded', null, this.now());
+    if (await this.recording(finished, log)) log.info(attempt.ended('succeeded', bytes), 'job succeeded');
+    else
+      log.warn(
+        attempt.ended('abandoned', bytes),
+        'job finished after its lease was lost; the worker that took it over decides its outcome',
+      );
+    // Not awaited here: a worker asked to stop does not wait for it (it is left for later).
+    const afterwards = result?.afterwards;
+    if (afterwards !== undefined)
+      this.afterwards = afterwards().catch((error: unknown) =>
+        log.warn({ err: error }, 'the work a job left for after it ended failed'),
+      );
+  }
+
+  /**
+   * After an attempt that threw or was stopped: leaves the job to its lease when the lease was
+   * lost or the worker is stopping; otherwise retries it later or fails it for good, as the retry
+   * policy says.
+   */
+  private async failed(
+    row: JobRow,
+    handler: JobHandler<unknown>,
+    attempt: JobAttempt,
+    error: unknown,
+    log: Logger,
+  ): Promise<void> {
+    const interrupted = await attempt.interruption();
+    if (interrupted?.why === 'lease-lost') {
+      log.warn({ err: error, ...attempt.ended('abandoned') }, 'job abandoned: its lease was lost');
+      return;
+    }
+    if (interrupted?.why === 'shutdown') {
+      log.warn(
+        attempt.ended('abandoned'),
+        'job left to its lease: the worker is stopping; another worker will take it over',
+      );
+      return;
+    }
+    const failure: JobFailure =
+      interrupted === undefined
+        ? classifyFailure(error)
+        : { kind: 'other', reason: `the job did not finish within ${this.deps.timeoutMs / 1000} seconds` };
+    const next = this.retry.afterFailure(row, failure, this.deps.clock().getTime());
+    if (!next.retry) {
+      log.warn({ err: error, ...attempt.ended('failed') }, 'job failed');
+      await this.failForGood(handler, attempt.job, log, next.reason);
+      return;
+    }
+    const at = toStoredTime(new Date(next.atMs));
+    const since = next.unreachableSinceMs;
+    log.warn({ err: error, ...attempt.ended('retried'), retryAt: at }, 'job failed; it will be tried again');
+    await this.recording(
+      () =>
+        this.deps.jobs.retryLater(
+          row.id,
+          this.owner,
+          next.reason,
+          at,
+          this.now(),
+          since === undefined ? undefined : toStoredTime(new Date(since)),
+        ),
+      log,
+    );
   }
 
   /** Tells the handler (which records the failure for the user) and marks the job failed, even if the handler cannot. */
@@ -374,9 +306,10 @@ export class Worker {
   }
 
   /**
-   * Writes a job's outcome, trying again while the database cannot be reached (for as long as
-   * the retry window, and until the worker is asked to stop). Given up at once, the job would stay
-   * running until its lease ran out, and then count as an attempt that did not finish.
+   * Writes a job's outcome, trying again while the database cannot be reached (with the retry
+   * policy's waits, for as long as its window, and until the worker is asked to stop). Given up
+   * at once, the job would stay running until its lease ran out, and then count as an attempt
+   * that did not finish.
    */
   private async recording<T>(write: () => Promise<T>, log: Logger): Promise<T> {
     const started = Date.now();
@@ -384,30 +317,26 @@ export class Worker {
       try {
         return await write();
       } catch (error) {
-        const late = Date.now() - started >= this.retry.windowMs;
-        if (!isDatabaseUnavailable(error) || this.stopRequested || late) throw error;
+        if (!isDatabaseUnavailable(error) || this.stopRequested) throw error;
+        const wait = this.retry.writeAgainInMs(failures, Date.now() - started);
+        if (wait === null) throw error;
         log.warn({ err: error }, 'the database is unreachable: the job outcome will be written again');
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, backoffMs(this.retry, failures));
-          this.endPause = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.endPause = undefined;
+        await this.pause(wait);
       }
     }
   }
-}
 
-/** The server and backup a job is about, from its payload, for its log lines. */
-function subjectsOf(payload: unknown): { server?: string; backup?: string } {
-  if (typeof payload !== 'object' || payload === null) return {};
-  const { serverId, backupId } = payload as { serverId?: unknown; backupId?: unknown };
-  return {
-    ...(typeof serverId === 'string' ? { server: serverId } : {}),
-    ...(typeof backupId === 'string' ? { backup: backupId } : {}),
-  };
+  /** Waits `ms`, or less if the worker is asked to stop meanwhile. */
+  private async pause(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.endPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.endPause = undefined;
+  }
 }
 
 export function defaultNodeName(): string {

@@ -1,20 +1,17 @@
 import type { Logger } from 'pino';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { Transactor } from '../db/executor.ts';
+import { Type } from '@sinclair/typebox';
+import { PermanentJobError } from '../jobs/job-failure.ts';
+import { payloadSchema, type JobContext, type JobHandler } from '../jobs/job-handler.ts';
 import type { JobPayloads } from '../jobs/job-kinds.ts';
 import type { JobResult } from '../jobs/job-observer.ts';
-import type { JobContext, JobHandler } from '../jobs/worker.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { RequestContext } from '../shared/context.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { toUser } from '../users/user.ts';
-import {
-  ArchiveError,
-  shownPath,
-  skippedTotal,
-  type ExtractReport,
-} from '../storage/archive/archive.types.ts';
+import { shownPath, skippedTotal, type ExtractReport } from '../storage/archive/archive.types.ts';
 import type { BackupStorage } from '../storage/stores/backup-storage.ts';
 import {
   discardReport,
@@ -34,9 +31,24 @@ import {
 } from '../backups/backup-progress.ts';
 import type { BackupRepository } from '../backups/backup.repository.ts';
 import type { Backup } from '../backups/backup.ts';
+import { tellingTheQueue } from '../backups/job-errors.ts';
 import type { ServerChanges } from '../servers/server-changes.ts';
 
 type Payload = JobPayloads['backup.restore'];
+
+/** What a backup.restore job holds: checked by the worker before the job runs. */
+export const RestoreJobPayloadSchema = payloadSchema(
+  'backup.restore',
+  Type.Object({
+    serverId: Type.String(),
+    backupId: Type.String(),
+    truncate: Type.Boolean(),
+    /** Who asked, and from where: the completion entry is theirs too. */
+    actorId: Type.Union([Type.String(), Type.Null()]),
+    ip: Type.Union([Type.String(), Type.Null()]),
+  }),
+);
+
 const MIB = 1024 * 1024;
 const RESTORING = 'restoring_backup';
 /** How many skipped entries the completion entry lists by name. */
@@ -70,17 +82,26 @@ export interface RestoreJobDeps {
  * left (`recoverRestore`).
  */
 export class RestoreJob implements JobHandler<Payload> {
+  readonly payload = RestoreJobPayloadSchema;
+
   constructor(private readonly deps: RestoreJobDeps) {}
 
-  /** Restores, and says how many bytes of file content it wrote to the volume. */
-  async run(job: JobContext<Payload>): Promise<JobResult> {
+  /**
+   * Restores, and says how many bytes of file content it wrote to the volume. An archive, a store
+   * or a volume that fails is reported to the queue as permanent or unreachable (job-errors.ts).
+   */
+  run(job: JobContext<Payload>): Promise<JobResult> {
+    return tellingTheQueue(() => this.restore(job));
+  }
+
+  private async restore(job: JobContext<Payload>): Promise<JobResult> {
     const { serverId, backupId, truncate } = job.payload;
     const paths = restorePaths(this.deps.volumesDir, serverId, job.id, job.attempt);
     const recovered = await this.recoverEarlierAttempts(job);
     if (recovered.outcome !== 'clean')
       this.deps.logger.warn({ job: job.id, recovered: recovered.outcome }, 'restore picked up after a crash');
     const backup = await this.deps.backups.findOfServer(serverId, backupId);
-    if (backup === undefined) throw new ArchiveError('not-found', 'the backup no longer exists');
+    if (backup === undefined) throw new PermanentJobError('the backup no longer exists');
     if (recovered.outcome === 'completed') {
       await this.finish(job, 'server:backup.restore-complete', {
         name: backup.name,
@@ -113,7 +134,7 @@ export class RestoreJob implements JobHandler<Payload> {
       // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
       if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
         await recoverRestore(paths);
-        throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+        throw new PermanentJobError('the backup archive does not match its checksum');
       }
       // The swap must happen once: only while this worker still holds the job.
       if (!(await job.renewLease())) {

@@ -3,7 +3,8 @@ import { markDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { NotFoundError } from '../../src/shared/errors.ts';
 import { ArchiveError } from '../../src/storage/archive/archive.types.ts';
 import { fromStore, markFromStore } from '../../src/storage/stores/store-unreachable.ts';
-import { classifyFailure, unreachableReason } from '../../src/jobs/job-failure.ts';
+import { classifyFailure } from '../../src/backups/job-errors.ts';
+import { unreachableReason } from '../../src/jobs/job-failure.ts';
 
 const systemError = (code: string) => Object.assign(new Error(`connect ${code} 10.0.0.1:9000`), { code });
 /** An error as the AWS SDK raises it: with `$metadata`, and a status when the store answered. */

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { withJobErrors } from '../../src/backups/job-errors.ts';
 import { transactorFor } from '../../src/db/executor.ts';
 import { JobRepository } from '../../src/jobs/job.repository.ts';
 import { Worker, type JobContext, type JobHandler, type JobHandlers } from '../../src/jobs/worker.ts';
@@ -207,7 +208,8 @@ function recordingHandler(run: (job: JobContext<unknown>) => Promise<void>) {
 
 function workerWith(handler: JobHandler<unknown>, now: () => Date, leaseMs = 30_000, timeoutMs = 60_000) {
   // Only restore jobs are queued in these tests; the other kinds need no handler here.
-  const handlers = { 'backup.restore': handler } as Partial<JobHandlers> as JobHandlers;
+  // Its failures are told to the queue as the backup and restore handlers tell theirs.
+  const handlers = { 'backup.restore': withJobErrors(handler) } as Partial<JobHandlers> as JobHandlers;
   return new Worker({
     jobs,
     handlers,

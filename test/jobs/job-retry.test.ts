@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { withJobErrors } from '../../src/backups/job-errors.ts';
 import { markDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { transactorFor } from '../../src/db/executor.ts';
 import { JobRepository } from '../../src/jobs/job.repository.ts';
@@ -70,7 +71,8 @@ function workerWith(
   retry: Partial<RetryPolicy>,
   repo = jobs,
 ) {
-  const handlers = { 'backup.restore': handler } as Partial<JobHandlers> as JobHandlers;
+  // Its failures are told to the queue as the backup and restore handlers tell theirs.
+  const handlers = { 'backup.restore': withJobErrors(handler) } as Partial<JobHandlers> as JobHandlers;
   return new Worker({
     jobs: repo,
     handlers,

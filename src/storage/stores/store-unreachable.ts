@@ -1,7 +1,7 @@
 /**
  * Whether a failure of the backup store is one that passes: the store could not be reached, or
  * answered that it is overloaded or failing for now. A job that meets one tries again later
- * (see src/jobs/job-failure.ts) instead of failing for good.
+ * (see src/backups/job-errors.ts) instead of failing for good.
  *
  * A socket error says nothing of whom the socket was talking to (the database's drivers raise
  * the same codes), so bare network errors count as the store's only where the store was being
