@@ -1,4 +1,13 @@
 import path from 'node:path';
+import type { Static } from '@sinclair/typebox';
+import {
+  Environment,
+  type TChoiceSetting,
+  type TDefaultedTextSetting,
+  type TFlagSetting,
+  type TIntegerSetting,
+  type TTextSetting,
+} from './config/environment.ts';
 
 export type DatabaseKind = 'sqlite' | 'postgres' | 'mysql';
 
@@ -112,9 +121,16 @@ export interface MetricsAddress {
 
 export class ConfigError extends Error {}
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+type Variables = typeof Environment.properties;
+/** The variables whose schema is `Kind`. */
+type NamesOf<Kind> = { [K in keyof Variables]: Variables[K] extends Kind ? K : never }[keyof Variables];
+/** An entry's default, with its type (TypeBox's options type every `default` as `any`). */
+type Default<T> = { readonly default: T };
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/** An integer variable: its default when unset or blank, its range from the schema. */
+function integer(env: NodeJS.ProcessEnv, name: NamesOf<TIntegerSetting>): number {
+  const { default: fallback } = Environment.properties[name] as Default<number>;
+  const { minimum: min, maximum: max } = Environment.properties[name];
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const value = Number(raw);
@@ -122,6 +138,39 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** "a or b", "one of a, b, c". */
+function either(values: readonly string[]): string {
+  return values.length === 2 ? `${values[0]} or ${values[1]}` : `one of ${values.join(', ')}`;
+}
+
+/** One of the schema's words (any case, spaces around ignored); its default when unset or blank. */
+function choice<K extends NamesOf<TChoiceSetting>>(env: NodeJS.ProcessEnv, name: K): Static<Variables[K]> {
+  const schema: TChoiceSetting = Environment.properties[name];
+  const { default: fallback } = schema as Default<string>;
+  const values = schema.anyOf.map((literal) => literal.const);
+  const raw = env[name];
+  const value = raw?.trim().toLowerCase() || fallback;
+  if (!values.includes(value)) throw new ConfigError(`${name} must be ${either(values)}, got "${raw}"`);
+  return value as Static<Variables[K]>;
+}
+
+/** true or false (any case, spaces around ignored); its default when unset or blank. */
+function flag(env: NodeJS.ProcessEnv, name: NamesOf<TFlagSetting>): boolean {
+  const raw = env[name];
+  const value = raw?.trim().toLowerCase() ?? '';
+  const { default: fallback } = Environment.properties[name] as Default<boolean>;
+  if (value === '') return fallback;
+  if (value !== 'true' && value !== 'false')
+    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return value === 'true';
+}
+
+/** A text variable as it is set (blank included); the schema's default when unset. */
+function text(env: NodeJS.ProcessEnv, name: NamesOf<TDefaultedTextSetting>): string {
+  const { default: fallback } = Environment.properties[name] as Default<string>;
+  return env[name] ?? fallback;
 }
 
 function parseDatabaseUrl(raw: string, cwd: string): Config['database'] {
@@ -174,12 +223,11 @@ function publicUrl(raw: string | undefined): string | null {
 
 /** AERIE_METRICS=off|on and AERIE_METRICS_ADDRESS=host:port (which needs metrics on, and implies it). */
 function metrics(env: NodeJS.ProcessEnv): Config['metrics'] {
-  const rawSwitch = env.AERIE_METRICS?.trim().toLowerCase() ?? '';
+  const enabled = choice(env, 'AERIE_METRICS') === 'on';
   const rawAddress = env.AERIE_METRICS_ADDRESS?.trim() ?? '';
-  if (!['', 'on', 'off'].includes(rawSwitch))
-    throw new ConfigError(`AERIE_METRICS must be on or off, got "${env.AERIE_METRICS}"`);
-  if (rawAddress === '') return { enabled: rawSwitch === 'on', address: null };
-  if (rawSwitch === 'off')
+  if (rawAddress === '') return { enabled, address: null };
+  // Refused only when AERIE_METRICS is set to off, not when it is left at its default.
+  if (!enabled && env.AERIE_METRICS?.trim())
     throw new ConfigError('AERIE_METRICS_ADDRESS is set but AERIE_METRICS is off: unset one of them');
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(rawAddress);
   const port = Number(match?.[3]);
@@ -192,11 +240,9 @@ function metrics(env: NodeJS.ProcessEnv): Config['metrics'] {
 
 /** AERIE_BACKUP_STORAGE=local|s3; s3 needs a bucket and credentials. */
 function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
-  const kind = env.AERIE_BACKUP_STORAGE?.trim().toLowerCase() || 'local';
+  const kind = choice(env, 'AERIE_BACKUP_STORAGE');
   if (kind === 'local') return { kind };
-  if (kind !== 's3')
-    throw new ConfigError(`AERIE_BACKUP_STORAGE must be local or s3, got "${env.AERIE_BACKUP_STORAGE}"`);
-  const value = (name: string) => env[name]?.trim() ?? '';
+  const value = (name: NamesOf<TTextSetting>) => env[name]?.trim() ?? '';
   const bucket = value('AERIE_S3_BUCKET');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket))
     throw new ConfigError(
@@ -206,28 +252,20 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
   const secretAccessKey = value('AWS_SECRET_ACCESS_KEY');
   if (accessKeyId === '' || secretAccessKey === '')
     throw new ConfigError('AERIE_BACKUP_STORAGE=s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
-  const region = value('AERIE_S3_REGION') || 'us-east-1';
+  const { default: defaultRegion } = Environment.properties.AERIE_S3_REGION as Default<string>;
+  const region = value('AERIE_S3_REGION') || defaultRegion;
   if (!/^[a-z0-9-]{1,64}$/i.test(region))
     throw new ConfigError(`AERIE_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
-  const rawStyle = value('AERIE_S3_FORCE_PATH_STYLE').toLowerCase();
-  if (!['', 'true', 'false'].includes(rawStyle))
-    throw new ConfigError(
-      `AERIE_S3_FORCE_PATH_STYLE must be true or false, got "${env.AERIE_S3_FORCE_PATH_STYLE}"`,
-    );
-  const checksums = value('AERIE_S3_CHECKSUMS').toLowerCase() || 'when_required';
-  if (checksums !== 'when_required' && checksums !== 'when_supported')
-    throw new ConfigError(
-      `AERIE_S3_CHECKSUMS must be when_required or when_supported, got "${env.AERIE_S3_CHECKSUMS}"`,
-    );
+  const checksums = choice(env, 'AERIE_S3_CHECKSUMS');
   return {
     kind,
-    partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB', 8, 5, 5120) * 1024 * 1024,
+    partSizeBytes: integer(env, 'AERIE_S3_PART_SIZE_MB') * 1024 * 1024,
     s3: {
       bucket,
       endpoint: s3Endpoint(value('AERIE_S3_ENDPOINT')),
       publicEndpoint: s3PublicEndpoint(value('AERIE_S3_PUBLIC_ENDPOINT')),
       region,
-      forcePathStyle: rawStyle === 'true',
+      forcePathStyle: flag(env, 'AERIE_S3_FORCE_PATH_STYLE'),
       checksums,
       accessKeyId,
       secretAccessKey,
@@ -277,45 +315,45 @@ function s3PublicEndpoint(raw: string): string | null {
   return url.origin;
 }
 
-/** Reads the configuration once. Nothing else in Aerie reads `process.env`. */
+/**
+ * Reads the configuration once. Nothing else in Aerie reads `process.env`. The variables, their
+ * defaults, ranges and choices are those of the schema in ./config/environment.ts.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
-  const dataDir = path.resolve(cwd, env.AERIE_DATA_DIR ?? './data');
-  const logLevel = env.LOG_LEVEL ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  }
+  const dataDir = path.resolve(cwd, text(env, 'AERIE_DATA_DIR'));
+  const logLevel = choice(env, 'LOG_LEVEL');
   const config: Config = {
     database: parseDatabaseUrl(env.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'aerie.db')}`, cwd),
     dataDir,
     volumesDir: path.join(dataDir, 'volumes'),
     backupsDir: path.join(dataDir, 'backups'),
-    host: env.HOST ?? '127.0.0.1',
-    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: text(env, 'HOST'),
+    port: integer(env, 'PORT'),
     redisUrl: env.REDIS_URL?.trim() ? env.REDIS_URL.trim() : null,
-    redisTimeoutMs: integer(env, 'AERIE_REDIS_TIMEOUT_MS', 200, 10, 10_000),
+    redisTimeoutMs: integer(env, 'AERIE_REDIS_TIMEOUT_MS'),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel,
-    bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
-    sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS', 12 * 3600, 60, 90 * 24 * 3600),
-    loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', 10, 0, 1_000_000),
-    loginAccountAttemptsPerHour: integer(env, 'AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 300, 0, 1_000_000),
-    apiRateLimitPerMinute: integer(env, 'AERIE_RATE_LIMIT_PER_MINUTE', 240, 0, 1_000_000),
-    restoreLimitPer15Minutes: integer(env, 'AERIE_RESTORE_LIMIT_PER_15_MINUTES', 3, 1, 1_000_000),
+    bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES'),
+    sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS'),
+    loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES'),
+    loginAccountAttemptsPerHour: integer(env, 'AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR'),
+    apiRateLimitPerMinute: integer(env, 'AERIE_RATE_LIMIT_PER_MINUTE'),
+    restoreLimitPer15Minutes: integer(env, 'AERIE_RESTORE_LIMIT_PER_15_MINUTES'),
     appKey: appKey(env.AERIE_APP_KEY),
-    workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS', 1000, 10, 60_000),
-    jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS', 30, 1, 3600) * 1000,
-    jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS', 6 * 3600, 1, 7 * 24 * 3600) * 1000,
-    jobRetryWindowMs: integer(env, 'AERIE_JOB_RETRY_MINUTES', 15, 0, 7 * 24 * 60) * 60_000,
-    shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS', 30, 0, 3600) * 1000,
-    requestTimeoutMs: integer(env, 'AERIE_REQUEST_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    workerPollMs: integer(env, 'AERIE_WORKER_POLL_MS'),
+    jobLeaseMs: integer(env, 'AERIE_JOB_LEASE_SECONDS') * 1000,
+    jobTimeoutMs: integer(env, 'AERIE_JOB_TIMEOUT_SECONDS') * 1000,
+    jobRetryWindowMs: integer(env, 'AERIE_JOB_RETRY_MINUTES') * 60_000,
+    shutdownTimeoutMs: integer(env, 'AERIE_SHUTDOWN_TIMEOUT_SECONDS') * 1000,
+    requestTimeoutMs: integer(env, 'AERIE_REQUEST_TIMEOUT_SECONDS') * 1000,
     publicUrl: publicUrl(env.AERIE_PUBLIC_URL),
-    activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS', 90, 0, 36_500),
+    activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS'),
     metrics: metrics(env),
     backupStorage: backupStorage(env),
-    progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS', 1000, 10, 60_000),
+    progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS'),
     eventStreams: Object.freeze({
-      perUser: integer(env, 'AERIE_EVENT_STREAMS_PER_USER', 10, 1, 1000),
-      keepAliveMs: integer(env, 'AERIE_EVENT_STREAM_KEEPALIVE_SECONDS', 15, 1, 3600) * 1000,
+      perUser: integer(env, 'AERIE_EVENT_STREAMS_PER_USER'),
+      keepAliveMs: integer(env, 'AERIE_EVENT_STREAM_KEEPALIVE_SECONDS') * 1000,
     }),
     panelDir: env.AERIE_PANEL_DIR?.trim() ? path.resolve(cwd, env.AERIE_PANEL_DIR.trim()) : null,
   };
