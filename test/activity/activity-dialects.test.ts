@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActivityRepository } from '../../src/activity/activity.repository.ts';
 import { SERVER_DIALECT_CASES, scratchDatabase, type ScratchDatabase } from '../support/dialects.ts';
 import { createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
-import { clearActivity, feed, type FeedBody } from '../support/activity-fixtures.ts';
+import { clearActivity, feed, type FeedBody } from '../support/activity.ts';
 
 const CASES = [
   { kind: 'sqlite', server: undefined, available: true },

@@ -14,17 +14,17 @@ import {
   clearActivity,
   DESCENDING,
   entriesFor,
-  expectValidation,
   feed,
   getFeed,
   insertActivity,
-  ManualClock,
   seqOf,
   tieEntries,
   userSubject,
   type FeedBody,
-  type KeyResource,
-} from '../support/activity-fixtures.ts';
+} from '../support/activity.ts';
+import type { KeyResource } from '../support/api-key-bodies.ts';
+import { expectValidation } from '../support/expect-error.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const clock = new ManualClock('2026-05-06T07:08:09.999Z');

@@ -2,14 +2,10 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiKeyRepository } from '../../src/api-keys/api-key.repository.ts';
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
-import {
-  expectError,
-  expectValidation,
-  feed,
-  ManualClock,
-  type KeyList,
-  type KeyResource,
-} from '../support/activity-fixtures.ts';
+import { feed } from '../support/activity.ts';
+import type { KeyList, KeyResource } from '../support/api-key-bodies.ts';
+import { expectError, expectValidation } from '../support/expect-error.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 const LIMIT_REACHED = 'You have reached the account limit for number of API keys.';
 const NOT_FOUND = 'The requested resource could not be found on the server.';

@@ -2,16 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
-import {
-  expectError,
-  expectValidation,
-  feed,
-  find,
-  ManualClock,
-  sessionCookieOf,
-  type FeedBody,
-  type KeyList,
-} from '../support/activity-fixtures.ts';
+import { feed, find, type FeedBody } from '../support/activity.ts';
+import type { KeyList } from '../support/api-key-bodies.ts';
+import { expectError, expectValidation } from '../support/expect-error.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+import { sessionCookieOf } from '../support/session-cookie.ts';
 
 const UNAUTHENTICATED = 'You are not authenticated to access this route.';
 const BAD_CREDENTIALS = 'No account matching those credentials could be found.';

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { expectError } from '../support/activity-fixtures.ts';
+import { expectError } from '../support/expect-error.ts';
 import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
 import { createUser, startTestApp, type TestApp } from '../support/harness.ts';
 

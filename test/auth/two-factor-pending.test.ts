@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PENDING_SECRET_MINUTES } from '../../src/auth/two-factor.service.ts';
-import { expectError, ManualClock, sessionCookieOf } from '../support/activity-fixtures.ts';
+import { expectError } from '../support/expect-error.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+import { sessionCookieOf } from '../support/session-cookie.ts';
 import { bearer, createApiKey, createUser, type TestApp } from '../support/harness.ts';
 import { appForFile, codeAt, PASSWORD, requestSecret } from '../support/two-factor.ts';
 

@@ -10,7 +10,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/jobs/worker.ts';
 import { IGNORED_LIMITS } from '../../src/backups/ignore-patterns.ts';
-import { archiveEntries, freePort, spawnAerie, untilListening } from '../support/archives.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
+import { archiveEntries } from '../support/archives.ts';
+import { freePort, untilListening } from '../support/wait.ts';
 import {
   bearer,
   createApiKey,

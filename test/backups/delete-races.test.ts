@@ -10,16 +10,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  freePort,
-  serverStatus,
-  spawnAerie,
-  storedArchive,
-  tarGzOf,
-  tempDir,
-  writeTree,
-  type AerieProcess,
-} from '../support/archives.ts';
+import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
+import { tarGzOf, tempDir, writeTree } from '../support/archives.ts';
+import { serverStatus, storedArchive } from '../support/restores.ts';
 import {
   createApiKey,
   createServer,
@@ -28,7 +21,7 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
-import { until } from '../support/wait.ts';
+import { freePort, until } from '../support/wait.ts';
 
 const TRIES = 8;
 

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobContext } from '../../src/jobs/worker.ts';
 import type { JobPayloads } from '../../src/jobs/job-kinds.ts';
-import { activityOfServer, backupOf, contents, postRestore, restoreLeftovers } from '../support/archives.ts';
+import { backupOf, contents } from '../support/archives.ts';
+import { activityOfServer, postRestore, restoreLeftovers } from '../support/restores.ts';
 import {
   createApiKey,
   createServer,

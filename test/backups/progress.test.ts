@@ -11,13 +11,8 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BackupProgress } from '../../src/backups/backup-progress.ts';
 import { BackupRepository } from '../../src/backups/backup.repository.ts';
-import {
-  bigTarGzOf,
-  postRestore,
-  serverStatus,
-  tempDir,
-  writeIncompressibleFiles,
-} from '../support/archives.ts';
+import { bigTarGzOf, tempDir, writeIncompressibleFiles } from '../support/archives.ts';
+import { postRestore, serverStatus } from '../support/restores.ts';
 import {
   bearer,
   createApiKey,

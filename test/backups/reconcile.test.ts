@@ -31,7 +31,9 @@ import { toStoredTime } from '../../src/shared/time.ts';
 import { LocalBackupStorage } from '../../src/storage/stores/backup-storage.ts';
 import { S3BackupStorage } from '../../src/storage/stores/s3-backup-storage.ts';
 import type { User } from '../../src/users/user.ts';
-import { activityOfServer, spawnAerie, tarGzOf, tempDir, writeTree } from '../support/archives.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
+import { tarGzOf, tempDir, writeTree } from '../support/archives.ts';
+import { activityOfServer } from '../support/restores.ts';
 import {
   contextFor,
   createServer,

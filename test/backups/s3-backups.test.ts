@@ -14,10 +14,7 @@ import { archiveVolume } from '../../src/backups/backup-archive.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { s3UploadSink } from '../../src/storage/stores/s3-object.ts';
 import {
-  activityOfServer,
   contents,
-  postRestore,
-  serverStatus,
   snapshot,
   tarGzOf,
   tempDir,
@@ -25,6 +22,7 @@ import {
   writeTree,
   type TreeSpec,
 } from '../support/archives.ts';
+import { activityOfServer, postRestore, serverStatus } from '../support/restores.ts';
 import {
   bearer,
   createApiKey,

@@ -6,18 +6,8 @@
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  activityOfServer,
-  backupOf,
-  contents,
-  postRestore,
-  restoreJobsOf,
-  serverStatus,
-  snapshot,
-  tempDir,
-  writeTree,
-  type TreeSpec,
-} from '../support/archives.ts';
+import { backupOf, contents, snapshot, tempDir, writeTree, type TreeSpec } from '../support/archives.ts';
+import { activityOfServer, postRestore, restoreJobsOf, serverStatus } from '../support/restores.ts';
 import {
   bearer,
   createApiKey,

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, spawnAerie, untilListening, type AerieProcess } from '../support/archives.ts';
+import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
+import { freePort, untilListening } from '../support/wait.ts';
 import { testDatabase } from '../support/databases.ts';
 import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';

@@ -8,7 +8,8 @@ import { copyFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/aerie-process.ts';
-import { freePort, tempDir, untilListening } from '../support/archives.ts';
+import { tempDir } from '../support/archives.ts';
+import { freePort, untilListening } from '../support/wait.ts';
 import { testDatabase } from '../support/databases.ts';
 
 const BIN = path.join(ROOT, 'bin/aerie.js');

@@ -3,7 +3,7 @@
  * authenticator and their recovery tokens, run by whoever runs Aerie.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnAerie } from '../support/archives.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
 import { createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import { enableTwoFactor } from '../support/two-factor.ts';
 

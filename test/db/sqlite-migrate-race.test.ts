@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { spawnAerie } from '../support/archives.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
 import { startTestApp } from '../support/harness.ts';
 
 describe('aerie migrate, four processes at once on one new SQLite file', () => {

@@ -8,7 +8,8 @@ import {
   startTestApp,
   type TestApp,
 } from '../support/harness.ts';
-import { entriesFor, expectValidation, insertActivity } from '../support/activity-fixtures.ts';
+import { entriesFor, insertActivity } from '../support/activity.ts';
+import { expectValidation } from '../support/expect-error.ts';
 
 /**
  * Requests that well-behaved clients never send: no Host, a Host that is no host, request

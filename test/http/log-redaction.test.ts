@@ -7,8 +7,10 @@ import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggerOptions, redactSecrets } from '../../src/logger.ts';
-import { sessionCookieOf } from '../support/activity-fixtures.ts';
-import { backupOf, freePort, spawnAerie, tempDir, untilListening } from '../support/archives.ts';
+import { sessionCookieOf } from '../support/session-cookie.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
+import { backupOf, tempDir } from '../support/archives.ts';
+import { freePort, untilListening } from '../support/wait.ts';
 import {
   bearer,
   createApiKey,

@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TEST_DATABASE } from '../support/databases.ts';
-import { spawnAerie } from '../support/archives.ts';
-import { expectError, expectValidation } from '../support/activity-fixtures.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
+import { expectError, expectValidation } from '../support/expect-error.ts';
 import {
   bearer,
   createApiKey,

@@ -1,17 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
-import {
-  clearActivity,
-  expectError,
-  expectValidation,
-  feed,
-  insertActivity,
-  rawRequest,
-  userSubject,
-  type FeedBody,
-  type KeyResource,
-} from '../support/activity-fixtures.ts';
+import { clearActivity, feed, insertActivity, userSubject, type FeedBody } from '../support/activity.ts';
+import type { KeyResource } from '../support/api-key-bodies.ts';
+import { expectError, expectValidation } from '../support/expect-error.ts';
+import { rawRequest } from '../support/raw-request.ts';
 
 const NOT_FOUND = 'The requested resource could not be found on the server.';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_UNREACHABLE } from '../../src/ops/health.service.ts';
-import { spawnAerie, type AerieProcess } from '../support/archives.ts';
+import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
 import { createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/private-redis.ts';
 import { freePort, until } from '../support/wait.ts';

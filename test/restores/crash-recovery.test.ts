@@ -11,23 +11,25 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restorePaths, stageRestore } from '../../src/storage/volumes/restore-files.ts';
 import type { User } from '../../src/users/user.ts';
+import { spawnAerie } from '../support/aerie-process.ts';
 import {
-  activityOfServer,
   backupOf,
   bigTarGzOf,
   contents,
-  postRestore,
-  restoreJobsOf,
-  restoreLeftovers,
-  serverStatus,
   snapshot,
-  spawnAerie,
-  storedArchive,
   tempDir,
   writeIncompressibleFiles,
   writeTree,
   type TreeSpec,
 } from '../support/archives.ts';
+import {
+  activityOfServer,
+  postRestore,
+  restoreJobsOf,
+  restoreLeftovers,
+  serverStatus,
+  storedArchive,
+} from '../support/restores.ts';
 import {
   createApiKey,
   createServer,

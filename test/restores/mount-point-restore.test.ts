@@ -21,7 +21,7 @@ import {
   swapIn,
   type RestorePaths,
 } from '../../src/storage/volumes/restore-files.ts';
-import { activityOfServer, postRestore, restoreJobsOf, serverStatus } from '../support/archives.ts';
+import { activityOfServer, postRestore, restoreJobsOf, serverStatus } from '../support/restores.ts';
 import {
   createApiKey,
   createServer,

@@ -11,20 +11,22 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/users/user.ts';
 import {
-  activityOfServer,
   backupOf,
   contents,
-  postRestore,
-  restoreJobsOf,
-  restoreLeftovers,
-  serverStatus,
   sha256Of,
   snapshot,
-  storedArchive,
   tempDir,
   writeTree,
   type TreeSpec,
 } from '../support/archives.ts';
+import {
+  activityOfServer,
+  postRestore,
+  restoreJobsOf,
+  restoreLeftovers,
+  serverStatus,
+  storedArchive,
+} from '../support/restores.ts';
 import { rawTarGz, writeTarGz } from '../support/raw-tar.ts';
 import {
   createApiKey,

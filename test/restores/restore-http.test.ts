@@ -10,18 +10,17 @@ import { fileURLToPath } from 'node:url';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/users/user.ts';
-import { expectError } from '../support/activity-fixtures.ts';
+import { expectError } from '../support/expect-error.ts';
 import { aerieArgv } from '../support/aerie-process.ts';
+import { backupOf } from '../support/archives.ts';
 import {
   activityOfServer,
-  backupOf,
-  freePort,
   postRestore,
   restoreJobsOf,
   serverStatus,
   setServerStatus,
-  untilListening,
-} from '../support/archives.ts';
+} from '../support/restores.ts';
+import { freePort, untilListening } from '../support/wait.ts';
 import {
   addSubuser,
   createApiKey,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backupOf, postRestore } from '../support/archives.ts';
+import { backupOf } from '../support/archives.ts';
+import { postRestore } from '../support/restores.ts';
 import {
   createApiKey,
   createServer,

@@ -9,13 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  bigTarGzOf,
-  spawnAerie,
-  tempDir,
-  writeIncompressibleFiles,
-  type AerieProcess,
-} from '../support/archives.ts';
+import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
+import { bigTarGzOf, tempDir, writeIncompressibleFiles } from '../support/archives.ts';
 import {
   bearer,
   createApiKey,

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { Worker } from '../../src/jobs/worker.ts';
 import { ServerEventsRepository } from '../../src/server-events/server-events.repository.ts';
 import type { User } from '../../src/users/user.ts';
-import { sessionCookieOf } from '../support/activity-fixtures.ts';
+import { sessionCookieOf } from '../support/session-cookie.ts';
 import { bigTarGzOf, tempDir, writeIncompressibleFiles } from '../support/archives.ts';
 import {
   addSubuser,

@@ -10,16 +10,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, open, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
-import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { create as tarCreate, list as tarList } from 'tar';
-import { aerieArgv, ROOT } from './aerie-process.ts';
-import type { ServerStatus } from '../../src/servers/server.table.ts';
-import type { TestApp } from './harness.ts';
 import { entryHeader, padding } from './raw-tar.ts';
 
 export type TreeSpec = Record<string, string | Buffer | FileSpec | DirSpec | LinkSpec>;
@@ -166,122 +162,6 @@ export async function writeIncompressibleFiles(dir: string, count: number, bytes
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// A restore as the API and the database see it.
-
-/** Where the local store keeps a backup's archive. */
-export function storedArchive(app: TestApp, serverId: string, backupId: string): string {
-  return path.join(app.config.backupsDir, serverId, `${backupId}.tar.gz`);
-}
-
-/** POST …/restore. `body` undefined sends no body and no Content-Type; a string is sent as is. */
-export function postRestore(
-  app: TestApp,
-  token: string | null,
-  server: string,
-  backup: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-) {
-  const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  return app.http.inject({
-    method: 'POST',
-    url: `/api/client/servers/${server}/backups/${backup}/restore`,
-    headers: {
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(payload === undefined ? {} : { payload }),
-  });
-}
-
-export async function serverStatus(app: TestApp, serverId: string): Promise<string | null> {
-  const row = await app.db.kysely
-    .selectFrom('servers')
-    .select('status')
-    .where('id', '=', serverId)
-    .executeTakeFirstOrThrow();
-  return row.status;
-}
-
-export async function setServerStatus(
-  app: TestApp,
-  serverId: string,
-  status: ServerStatus | null,
-): Promise<void> {
-  await app.db.kysely.updateTable('servers').set({ status }).where('id', '=', serverId).execute();
-}
-
-/** The restore jobs queued for a server, oldest first, with their payloads parsed. */
-export async function restoreJobsOf(app: TestApp, serverId: string) {
-  const rows = await app.db.kysely
-    .selectFrom('jobs')
-    .selectAll()
-    .where('kind', '=', 'backup.restore')
-    .orderBy('id')
-    .execute();
-  return rows
-    .map((row) => ({
-      ...row,
-      id: Number(row.id),
-      payload: JSON.parse(row.payload) as Record<string, unknown>,
-    }))
-    .filter((row) => row.payload.serverId === serverId);
-}
-
-export interface LoggedEntry {
-  id: number;
-  batch: string;
-  event: string;
-  actor_id: string | null;
-  ip: string | null;
-  properties: Record<string, unknown>;
-  subjects: string[];
-}
-
-/** Activity entries about a server (its subjects include it), oldest first, with their subjects. */
-export async function activityOfServer(
-  app: TestApp,
-  serverId: string,
-  eventPrefix = 'server:backup.restore',
-): Promise<LoggedEntry[]> {
-  const db = app.db.kysely;
-  const rows = await db
-    .selectFrom('activity_logs as l')
-    .innerJoin('activity_log_subjects as s', 's.activity_log_id', 'l.id')
-    .select(['l.id', 'l.batch', 'l.event', 'l.actor_id', 'l.ip', 'l.properties'])
-    .where('s.subject_type', '=', 'server')
-    .where('s.subject_id', '=', serverId)
-    .where('l.event', 'like', `${eventPrefix}%`)
-    .orderBy('l.id')
-    .execute();
-  const entries: LoggedEntry[] = [];
-  for (const row of rows) {
-    const subjects = await db
-      .selectFrom('activity_log_subjects')
-      .select(['subject_type', 'subject_id'])
-      .where('activity_log_id', '=', row.id)
-      .execute();
-    entries.push({
-      ...row,
-      id: Number(row.id),
-      properties: JSON.parse(row.properties) as Record<string, unknown>,
-      subjects: subjects.map((s) => `${s.subject_type}:${s.subject_id}`).sort(),
-    });
-  }
-  return entries;
-}
-
-/** Names in the volumes directory left by a restore (staging or retired trees, trees in the trash). */
-export async function restoreLeftovers(app: TestApp): Promise<string[]> {
-  const inTrash = await readdir(path.join(app.config.volumesDir, '.trash')).catch(() => []);
-  return [
-    ...(await readdir(app.config.volumesDir)).filter((name) => name.startsWith('.restore-')),
-    ...inTrash.map((name) => `.trash/${name}`),
-  ];
-}
-
 /**
  * Like `tarGzOf` for big trees of regular files and directories: streams the tar (written with
  * test/support/raw-tar.ts) through a fast gzip level, much faster than node-tar for hundreds of MiB.
@@ -310,56 +190,4 @@ export async function bigTarGzOf(sourceDir: string, file: string): Promise<strin
   }
   await pipeline(Readable.from(all()), createGzip({ level: 0 }), createWriteStream(file));
   return file;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Aerie processes started by a test.
-
-export { freePort } from './wait.ts';
-
-/** Resolves once an Aerie answers HTTP on `port`. */
-export async function untilListening(port: number): Promise<void> {
-  // A start from the sources under a whole suite on two cores has taken over 30 s.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/api/openapi.json`)).ok) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`nothing listening on port ${port}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-export interface AerieProcess {
-  child: ChildProcess;
-  /** Everything it has printed so far, stdout and stderr together. */
-  output(): string;
-  /** Its exit code (null when a signal ended it). */
-  exited: Promise<number | null>;
-}
-
-/**
- * Runs `aerie <args>` (from the sources, see `aerie-process.ts`) as its own process, on the test
- * app's database and data directory.
- */
-export function spawnAerie(app: TestApp, args: string[], env: Record<string, string> = {}): AerieProcess {
-  const child = spawn(process.execPath, aerieArgv(args), {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      AERIE_DATA_DIR: app.dataDir,
-      DATABASE_URL: app.config.database.url,
-      AERIE_WORKER_POLL_MS: '50',
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect } from 'vitest';
 import { base32Decode, hotp, totpStep } from '../../src/auth/totp.ts';
-import { expectError, type ManualClock } from './activity-fixtures.ts';
+import { expectError } from './expect-error.ts';
+import type { ManualClock } from './manual-clock.ts';
 import { bearer, startTestApp, type TestApp } from './harness.ts';
 
 /** The password the harness's users have. */

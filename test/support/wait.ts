@@ -51,3 +51,18 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** Resolves once an Aerie answers HTTP on `port`. */
+export async function untilListening(port: number): Promise<void> {
+  // A start from the sources under a whole suite on two cores has taken over 30 s.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/api/openapi.json`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`nothing listening on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

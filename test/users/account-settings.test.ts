@@ -5,14 +5,10 @@
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { bootstrapAdministrator } from '../../src/cli/bootstrap.ts';
-import {
-  expectError,
-  expectValidation,
-  feed,
-  find,
-  ManualClock,
-  sessionCookieOf,
-} from '../support/activity-fixtures.ts';
+import { feed, find } from '../support/activity.ts';
+import { expectError, expectValidation } from '../support/expect-error.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+import { sessionCookieOf } from '../support/session-cookie.ts';
 import { bearer, createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   accountState,

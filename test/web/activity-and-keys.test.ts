@@ -5,7 +5,7 @@
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { insertActivity, userSubject, type SeedEntry } from '../support/activity-fixtures.ts';
+import { insertActivity, userSubject, type SeedEntry } from '../support/activity.ts';
 import { createServer, createUser } from '../support/harness.ts';
 import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel } from './browser.ts';
 

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { insertActivity, userSubject, type SeedEntry } from '../support/activity-fixtures.ts';
+import { insertActivity, userSubject, type SeedEntry } from '../support/activity.ts';
 import { addSubuser, createApiKey, createServer, createUser } from '../support/harness.ts';
 import { checkPage, logIn, RUN_BROWSER_TESTS, screenshot, usePanel } from './browser.ts';
 

@@ -1,7 +1,8 @@
 /**
- * A seeded fuzz of the whole HTTP surface: a few thousand malformed requests against a real Aerie
- * holding real data (an owner with servers, backups, subusers, keys and a session; another user
- * with a server of their own), so that authenticated requests reach deep into the routes.
+ * A seeded fuzz of the whole HTTP surface, shared by the files of `test/http/fuzz/`: each of them
+ * starts a real Aerie holding real data (an owner with servers, backups, subusers, keys and a
+ * session; another user with a server of their own), so that authenticated requests reach deep
+ * into the routes, and sends the requests of one surface (see `Surface`).
  *
  * Every request starts from a valid call of one route and gets one to three mutations: the query
  * string, the JSON body, the content type, the credentials, the Host and other headers, the path
@@ -9,7 +10,11 @@
  * with what only a socket can carry (no Host, HTTP/1.0, raw bytes in the target, oversized
  * headers, broken Content-Length or chunking).
  *
- * What must hold for every one of them:
+ * The requests are one seeded stream over every route: each file walks the whole stream and sends
+ * the requests for its surface's routes, so that together the files send each request of a seed
+ * once, and a seed names the same requests whichever file sends them.
+ *
+ * What must hold for every one of them (`problemWith`):
  * - never a 5xx;
  * - every error (status >= 400) is JSON in the envelope `{"errors":[{"code","status","detail"}]}`,
  *   with `status` the response's status as a string (DESIGN.md §4: all endpoints);
@@ -18,18 +23,19 @@
  * Requests that succeed in changing the fixtures (a DELETE of the backup, a restore that marks the
  * server busy, a new key, a logout, …) are undone right after, so the run stays deep throughout.
  *
- * The seed is printed; rerun one with AERIE_FUZZ_SEED=<seed>, and change the size with
- * AERIE_FUZZ_COUNT=<n>. The counts by status are printed and written to .tmp/fuzz-summary.json.
+ * The seed is printed; rerun one with AERIE_FUZZ_SEED=<seed>, and change the size of the stream
+ * with AERIE_FUZZ_COUNT=<n>. The counts by status are printed and written to
+ * .tmp/fuzz-summary-<surface>.json.
  */
 import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import type { InjectOptions } from 'fastify';
-import type { User } from '../../src/users/user.ts';
-import { at, insertActivity, sessionCookieOf, userSubject } from '../support/activity-fixtures.ts';
-import { backupOf, tempDir } from '../support/archives.ts';
+import type { User } from '../../../src/users/user.ts';
+import { at, insertActivity, userSubject } from '../../support/activity.ts';
+import { backupOf, tempDir } from '../../support/archives.ts';
 import {
   addSubuser,
   bearer,
@@ -39,7 +45,8 @@ import {
   importBackup,
   startTestApp,
   type TestApp,
-} from '../support/harness.ts';
+} from '../../support/harness.ts';
+import { sessionCookieOf } from '../../support/session-cookie.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Settings.
@@ -54,14 +61,16 @@ function envInt(name: string, fallback: number): number {
   return value;
 }
 
-const SEED = envInt('AERIE_FUZZ_SEED', 20261123) >>> 0;
-const COUNT = envInt('AERIE_FUZZ_COUNT', 3000);
+export const SEED = envInt('AERIE_FUZZ_SEED', 20261123) >>> 0;
+export const COUNT = envInt('AERIE_FUZZ_COUNT', 3000);
 /** The share of requests sent as raw bytes over a socket rather than through `inject`. */
 const RAW_SHARE = 0.12;
 const TIMEOUT_MS = 5000;
 /** After this many unanswered requests the run stops: each one costs TIMEOUT_MS. */
 const MAX_UNANSWERED = 8;
-const SUMMARY_FILE = fileURLToPath(new URL('../../.tmp/fuzz-summary.json', import.meta.url));
+/** Where a surface's counts are written. */
+const summaryFile = (surface: Surface) =>
+  fileURLToPath(new URL(`../../../.tmp/fuzz-summary-${surface}.json`, import.meta.url));
 
 // ---------------------------------------------------------------------------------------------
 // A small deterministic PRNG (mulberry32) and helpers.
@@ -116,7 +125,7 @@ const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(d
 // ---------------------------------------------------------------------------------------------
 // The app and its data.
 
-let app: TestApp;
+export let app: TestApp;
 let port: number;
 
 const SUBUSER_CALLER_PERMISSIONS = ['activity.read', 'backup.read', 'user.read'];
@@ -145,7 +154,7 @@ interface Fixture {
   archive: string;
 }
 
-let fx: Fixture;
+export let fx: Fixture;
 
 async function login(): Promise<string> {
   const res = await app.http.inject({
@@ -180,7 +189,8 @@ async function downloadToken(): Promise<string> {
   return url.searchParams.get('token') ?? '';
 }
 
-beforeAll(async () => {
+/** Starts the app and writes the fixtures (`app` and `fx`). */
+export async function startFuzzApp(): Promise<void> {
   // A request that never finishes arriving (a malformed chunked body behind Upgrade headers,
   // which Node's parser stops reading without an error) is answered when its time runs out:
   // 2 s here, so that a 408 comes within the test's patience.
@@ -274,15 +284,13 @@ beforeAll(async () => {
     ),
   );
   await repair();
-});
-
-afterAll(async () => app?.close());
+}
 
 /**
  * Puts the fixtures back as they were after a request that may have changed them: server states,
  * queued jobs, backups (a deleted one comes back under a new id), API keys, subusers, the session.
  */
-async function repair(): Promise<void> {
+export async function repair(): Promise<void> {
   const db = app.db.kysely;
   const servers = [fx.server.id, fx.server2.id, fx.other.server.id];
   await db.deleteFrom('jobs').execute();
@@ -371,11 +379,16 @@ async function repair(): Promise<void> {
 
 type QueryFamily = 'servers' | 'feed' | 'backups' | 'download' | 'none';
 
+/** The parts of the HTTP surface: one file of `test/http/fuzz/` each, named after it. */
+export type Surface = 'activity-feed' | 'api-keys' | 'account-auth' | 'servers-subusers' | 'backups';
+
 interface RouteSpec {
   method: string;
   /** With {server}, {backup}, {user} and {key} placeholders. */
   path: string;
   query: QueryFamily;
+  /** Which file sends the requests made from this route. */
+  surface: Surface;
   body?: () => Record<string, unknown>;
   weight: number;
   /** No credentials needed (or none taken). */
@@ -384,74 +397,106 @@ interface RouteSpec {
 
 const SERVER = '/api/client/servers/{server}';
 const ROUTES: RouteSpec[] = [
-  { method: 'GET', path: '/api/client', query: 'servers', weight: 5 },
-  { method: 'GET', path: '/api/client/account', query: 'none', weight: 2 },
-  { method: 'GET', path: '/api/client/activity', query: 'feed', weight: 7 },
-  { method: 'GET', path: '/api/client/account/activity', query: 'feed', weight: 5 },
-  { method: 'GET', path: '/api/client/account/api-keys', query: 'none', weight: 2 },
+  { method: 'GET', path: '/api/client', query: 'servers', surface: 'servers-subusers', weight: 5 },
+  { method: 'GET', path: '/api/client/account', query: 'none', surface: 'account-auth', weight: 2 },
+  { method: 'GET', path: '/api/client/activity', query: 'feed', surface: 'activity-feed', weight: 7 },
+  { method: 'GET', path: '/api/client/account/activity', query: 'feed', surface: 'activity-feed', weight: 5 },
+  { method: 'GET', path: '/api/client/account/api-keys', query: 'none', surface: 'api-keys', weight: 2 },
   {
     method: 'POST',
     path: '/api/client/account/api-keys',
     query: 'none',
+    surface: 'api-keys',
     body: () => ({ description: 'fuzz', allowed_ips: ['203.0.113.0/24'] }),
     weight: 5,
   },
-  { method: 'DELETE', path: '/api/client/account/api-keys/{key}', query: 'none', weight: 3 },
-  { method: 'GET', path: SERVER, query: 'none', weight: 3 },
-  { method: 'GET', path: `${SERVER}/activity`, query: 'feed', weight: 6 },
-  { method: 'GET', path: `${SERVER}/backups`, query: 'backups', weight: 5 },
+  {
+    method: 'DELETE',
+    path: '/api/client/account/api-keys/{key}',
+    query: 'none',
+    surface: 'api-keys',
+    weight: 3,
+  },
+  { method: 'GET', path: SERVER, query: 'none', surface: 'servers-subusers', weight: 3 },
+  { method: 'GET', path: `${SERVER}/activity`, query: 'feed', surface: 'activity-feed', weight: 6 },
+  { method: 'GET', path: `${SERVER}/backups`, query: 'backups', surface: 'backups', weight: 5 },
   {
     method: 'POST',
     path: `${SERVER}/backups`,
     query: 'none',
+    surface: 'backups',
     body: () => ({ name: 'fuzz', ignored: 'logs\n*.tmp', is_locked: false }),
     weight: 4,
   },
-  { method: 'GET', path: `${SERVER}/backups/{backup}`, query: 'none', weight: 3 },
-  { method: 'GET', path: `${SERVER}/backups/{backup}/download`, query: 'none', weight: 2 },
-  { method: 'POST', path: `${SERVER}/backups/{backup}/lock`, query: 'none', weight: 2 },
-  { method: 'DELETE', path: `${SERVER}/backups/{backup}`, query: 'none', weight: 3 },
+  { method: 'GET', path: `${SERVER}/backups/{backup}`, query: 'none', surface: 'backups', weight: 3 },
+  {
+    method: 'GET',
+    path: `${SERVER}/backups/{backup}/download`,
+    query: 'none',
+    surface: 'backups',
+    weight: 2,
+  },
+  { method: 'POST', path: `${SERVER}/backups/{backup}/lock`, query: 'none', surface: 'backups', weight: 2 },
+  { method: 'DELETE', path: `${SERVER}/backups/{backup}`, query: 'none', surface: 'backups', weight: 3 },
   {
     method: 'POST',
     path: `${SERVER}/backups/{backup}/restore`,
     query: 'none',
+    surface: 'backups',
     body: () => ({ truncate: false }),
     weight: 5,
   },
-  { method: 'GET', path: `${SERVER}/users`, query: 'none', weight: 2 },
+  { method: 'GET', path: `${SERVER}/users`, query: 'none', surface: 'servers-subusers', weight: 2 },
   {
     method: 'POST',
     path: `${SERVER}/users`,
     query: 'none',
+    surface: 'servers-subusers',
     body: () => ({ email: fx.invitee.email, permissions: ['backup.read'] }),
     weight: 4,
   },
-  { method: 'GET', path: `${SERVER}/users/{user}`, query: 'none', weight: 2 },
+  { method: 'GET', path: `${SERVER}/users/{user}`, query: 'none', surface: 'servers-subusers', weight: 2 },
   {
     method: 'POST',
     path: `${SERVER}/users/{user}`,
     query: 'none',
+    surface: 'servers-subusers',
     body: () => ({ permissions: ['activity.read', 'backup.read'] }),
     weight: 3,
   },
-  { method: 'DELETE', path: `${SERVER}/users/{user}`, query: 'none', weight: 2 },
+  { method: 'DELETE', path: `${SERVER}/users/{user}`, query: 'none', surface: 'servers-subusers', weight: 2 },
   // Each login costs a scrypt hash: few of them.
   {
     method: 'POST',
     path: '/auth/login',
     query: 'none',
+    surface: 'account-auth',
     body: () => ({ user: fx.owner.username, password: fx.owner.password }),
     weight: 1,
     anonymous: true,
   },
-  { method: 'POST', path: '/auth/logout', query: 'none', weight: 1 },
-  { method: 'GET', path: '/api/openapi.json', query: 'none', weight: 0.3, anonymous: true },
-  { method: 'GET', path: '/download/backup', query: 'download', weight: 1.5, anonymous: true },
+  { method: 'POST', path: '/auth/logout', query: 'none', surface: 'account-auth', weight: 1 },
+  {
+    method: 'GET',
+    path: '/api/openapi.json',
+    query: 'none',
+    surface: 'account-auth',
+    weight: 0.3,
+    anonymous: true,
+  },
+  {
+    method: 'GET',
+    path: '/download/backup',
+    query: 'download',
+    surface: 'backups',
+    weight: 1.5,
+    anonymous: true,
+  },
   // Nothing lives here.
-  { method: 'GET', path: '/api/client/servers', query: 'none', weight: 0.5 },
-  { method: 'GET', path: `${SERVER}/files/list`, query: 'none', weight: 0.5 },
-  { method: 'GET', path: '/api/application/users', query: 'none', weight: 0.5 },
-  { method: 'GET', path: '/', query: 'none', weight: 0.3, anonymous: true },
+  { method: 'GET', path: '/api/client/servers', query: 'none', surface: 'servers-subusers', weight: 0.5 },
+  { method: 'GET', path: `${SERVER}/files/list`, query: 'none', surface: 'servers-subusers', weight: 0.5 },
+  { method: 'GET', path: '/api/application/users', query: 'none', surface: 'account-auth', weight: 0.5 },
+  { method: 'GET', path: '/', query: 'none', surface: 'account-auth', weight: 0.3, anonymous: true },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -645,6 +690,7 @@ interface RawShape {
 interface FuzzRequest {
   transport: 'inject' | 'raw';
   route: string;
+  surface: Surface;
   method: string;
   /** The target as sent (for the raw transport, as far as it is text). */
   target: string;
@@ -1202,6 +1248,7 @@ function generate(rng: Rng): FuzzRequest {
     return {
       transport: 'inject',
       route: draft.route,
+      surface: route.surface,
       method: draft.method,
       target,
       headers: draft.headers,
@@ -1235,6 +1282,7 @@ function generate(rng: Rng): FuzzRequest {
   return {
     transport: 'raw',
     route: draft.route,
+    surface: route.surface,
     method: shape.method,
     target: shape.target.toString('latin1'),
     headers,
@@ -1403,7 +1451,7 @@ function problemWith(method: string, answer: Answer): string | null {
   return null;
 }
 
-interface Failure {
+export interface Failure {
   problem: string;
   request: FuzzRequest;
   status: number | string;
@@ -1433,10 +1481,24 @@ function describeFailure(failure: Failure, index: number): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A run of one surface.
 
-it(`answers ${COUNT} malformed requests (seed ${SEED}) without a 5xx, a hang or an error outside the envelope`, async () => {
+export interface FuzzRun {
+  sent: number;
+  byStatus: Record<string, number>;
+  failures: Failure[];
+  /** The failures by kind and the first of them, for the message of a failed assertion. */
+  report: string;
+}
+
+/**
+ * Walks the seeded stream of COUNT requests and sends those made from the routes of `surface`;
+ * prints the counts and writes them to .tmp/fuzz-summary-<surface>.json.
+ */
+export async function runFuzz(surface: Surface): Promise<FuzzRun> {
+  const summaryPath = summaryFile(surface);
   console.log(
-    `fuzz: seed ${SEED}, ${COUNT} requests (rerun with AERIE_FUZZ_SEED=${SEED}; size with AERIE_FUZZ_COUNT)`,
+    `fuzz: seed ${SEED}, the ${surface} requests of ${COUNT} (rerun with AERIE_FUZZ_SEED=${SEED}; size with AERIE_FUZZ_COUNT)`,
   );
   const rng = new Rng(SEED);
   const started = Date.now();
@@ -1449,6 +1511,7 @@ it(`answers ${COUNT} malformed requests (seed ${SEED}) without a 5xx, a hang or 
 
   for (let i = 0; i < COUNT && unanswered < MAX_UNANSWERED; i++) {
     const request = generate(rng);
+    if (request.surface !== surface) continue;
     const outcome = request.transport === 'inject' ? await sendInject(request) : await sendRaw(request);
     sent += 1;
     let key: string;
@@ -1470,13 +1533,14 @@ it(`answers ${COUNT} malformed requests (seed ${SEED}) without a 5xx, a hang or 
     route[key] = (route[key] ?? 0) + 1;
     const status = 'answer' in outcome ? outcome.answer.status : 0;
     const safe = ['GET', 'HEAD', 'OPTIONS'].includes(request.method.toUpperCase());
-    if ((!safe && status >= 200 && status < 300) || i % 200 === 199) await repair();
+    if ((!safe && status >= 200 && status < 300) || sent % 200 === 0) await repair();
   }
 
   const sorted = Object.fromEntries(Object.entries(byStatus).sort(([a], [b]) => a.localeCompare(b)));
   const categories: Record<string, number> = {};
   for (const f of failures) categories[f.problem] = (categories[f.problem] ?? 0) + 1;
   const summary = {
+    surface,
     seed: SEED,
     requested: COUNT,
     sent,
@@ -1494,17 +1558,17 @@ it(`answers ${COUNT} malformed requests (seed ${SEED}) without a 5xx, a hang or 
       mutations: f.request.mutations.join('; '),
     })),
   };
-  fs.mkdirSync(path.dirname(SUMMARY_FILE), { recursive: true });
-  fs.writeFileSync(SUMMARY_FILE, `${JSON.stringify(summary, null, 2)}\n`);
+  fs.mkdirSync(path.dirname(summaryPath), { recursive: true });
+  fs.writeFileSync(summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
   const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
   console.log(
     [
-      `fuzz: ${sent} requests (${total(byTransport.inject!)} through inject, ${total(byTransport.raw!)} over a socket) in ${summary.durationMs} ms, seed ${SEED}`,
+      `fuzz: ${sent} ${surface} requests (${total(byTransport.inject!)} through inject, ${total(byTransport.raw!)} over a socket) in ${summary.durationMs} ms, seed ${SEED}`,
       `  responses by status: ${JSON.stringify(sorted)}`,
       `  inject: ${JSON.stringify(byTransport.inject)}`,
       `  socket: ${JSON.stringify(byTransport.raw)}`,
       `  ${failures.length} failures${failures.length ? `: ${JSON.stringify(categories)}` : ''}`,
-      `  summary in ${path.relative(process.cwd(), SUMMARY_FILE)}`,
+      `  summary in ${path.relative(process.cwd(), summaryPath)}`,
     ].join('\n'),
   );
 
@@ -1516,21 +1580,5 @@ it(`answers ${COUNT} malformed requests (seed ${SEED}) without a 5xx, a hang or 
     '',
     ...failures.slice(0, 20).map((f, i) => describeFailure(f, i)),
   ].join('\n');
-  expect(failures.length, report).toBe(0);
-
-  // The run stayed deep: the fixtures are whole at the end, and most requests got past the door.
-  await repair();
-  const deep = await app.http.inject({
-    method: 'GET',
-    url: `/api/client/servers/${fx.server.identifier}/backups/${fx.backups.main}`,
-    headers: bearer(fx.tokens.owner),
-  });
-  expect(deep.statusCode, deep.body).toBe(200);
-  if (sent >= 500) {
-    const ok = Object.entries(byStatus)
-      .filter(([status]) => status.startsWith('2'))
-      .reduce((n, [, c]) => n + c, 0);
-    expect(ok / sent, `only ${ok} of ${sent} requests succeeded: the fixtures broke`).toBeGreaterThan(0.1);
-    expect((byStatus['401'] ?? 0) / sent, 'too many 401s: the credentials broke').toBeLessThan(0.3);
-  }
-}, 180_000);
+  return { sent, byStatus, failures, report };
+}

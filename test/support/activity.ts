@@ -1,60 +1,12 @@
+/**
+ * The activity log as tests see it: entries written with chosen timestamps (as the services
+ * write them), and the feed read back through the client API.
+ */
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { expect } from 'vitest';
-import type { LightMyRequestResponse } from 'fastify';
 import { ActivityRepository, type Subject } from '../../src/activity/activity.repository.ts';
 import type { User } from '../../src/users/user.ts';
 import { bearer, type TestApp } from './harness.ts';
-
-export interface ErrorObject {
-  code: string;
-  status: string;
-  detail: string;
-  meta?: { source_field: string; rule: string; message: string };
-}
-
-/** Asserts the whole body is the error envelope with exactly one error object. */
-export function expectError(res: LightMyRequestResponse, status: number, code: string, detail: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(res.json()).toEqual({ errors: [{ code, status: String(status), detail }] });
-}
-
-/**
- * Asserts a 422 whose errors are exactly one ValidationException per listed field, with the
- * given rule (order of the errors is not part of the contract).
- */
-export function expectValidation(res: LightMyRequestResponse, fields: Record<string, string>): void {
-  expect(res.statusCode, res.body).toBe(422);
-  const errors = res.json<{ errors: ErrorObject[] }>().errors;
-  const anyString: unknown = expect.any(String);
-  for (const error of errors) {
-    expect(error).toEqual({
-      code: 'ValidationException',
-      status: '422',
-      detail: 'The given data was invalid.',
-      meta: { source_field: anyString, rule: anyString, message: anyString },
-    });
-  }
-  const got = Object.fromEntries(errors.map((e) => [e.meta?.source_field ?? '', e.meta?.rule ?? '']));
-  expect(got).toEqual(fields);
-  expect(errors).toHaveLength(Object.keys(fields).length);
-}
-
-/** A clock tests move by hand. */
-export class ManualClock {
-  private current: Date;
-  constructor(start: string) {
-    this.current = new Date(start);
-  }
-  readonly clock = (): Date => new Date(this.current);
-  set(iso: string): void {
-    this.current = new Date(iso);
-  }
-  advance(ms: number): void {
-    this.current = new Date(this.current.getTime() + ms);
-  }
-}
 
 export interface SeedEntry {
   event?: string;
@@ -167,22 +119,6 @@ export interface FeedBody {
   };
 }
 
-export interface KeyResource {
-  object: 'api_key';
-  attributes: {
-    identifier: string;
-    description: string;
-    allowed_ips: string[];
-    last_used_at: string | null;
-    created_at: string;
-  };
-}
-
-export interface KeyList {
-  object: 'list';
-  data: KeyResource[];
-}
-
 /** GET the caller's activity feed with a bearer token and an optional raw query string. */
 export function getFeed(app: TestApp, token: string, query = '', path = '/api/client/activity') {
   return app.http.inject({
@@ -209,40 +145,4 @@ export function find(items: FeedItem[], event: string): FeedItem {
   const item = items.find((i) => i.attributes.event === event);
   expect(item, `${event} in ${items.map((i) => i.attributes.event).join(',')}`).toBeDefined();
   return item as FeedItem;
-}
-
-/** The `name=value` part of the session cookie a response sets. */
-export function sessionCookieOf(res: LightMyRequestResponse): string {
-  const header = res.headers['set-cookie'];
-  const value = Array.isArray(header) ? header[0] : header;
-  return String(value).split(';')[0] ?? '';
-}
-
-/** A request over a real socket that `fetch` refuses to make (a GET with a body, say). */
-export function rawRequest(
-  port: number,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body: string,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
 }
