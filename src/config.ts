@@ -273,14 +273,18 @@ function backupStorage(env: NodeJS.ProcessEnv): BackupStorageConfig {
   };
 }
 
+/** `raw` as a URL; null when it is not one. */
+function urlOrNull(raw: string): URL | null {
+  try {
+    return new URL(raw);
+  } catch {
+    return null;
+  }
+}
+
 function s3Endpoint(raw: string): string | null {
   if (raw === '') return null;
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // refused below
-  }
+  const url = urlOrNull(raw);
   if (url === null || !['http:', 'https:'].includes(url.protocol) || url.username !== '' || url.search !== '')
     throw new ConfigError(
       `AERIE_S3_ENDPOINT must be an http(s) URL without credentials or query, such as https://s3.example.com, got "${raw}"`,
@@ -294,12 +298,7 @@ function s3Endpoint(raw: string): string | null {
  */
 function s3PublicEndpoint(raw: string): string | null {
   if (raw === '') return null;
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // refused below
-  }
+  const url = urlOrNull(raw);
   if (
     url === null ||
     !['http:', 'https:'].includes(url.protocol) ||

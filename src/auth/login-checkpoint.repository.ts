@@ -1,4 +1,5 @@
 import type { Executor } from '../db/executor.ts';
+import { deletedOne } from '../db/row-count.ts';
 import type { LoginCheckpointRow } from './two-factor.table.ts';
 
 export class LoginCheckpointRepository {
@@ -18,12 +19,7 @@ export class LoginCheckpointRepository {
    * when it was gone or expired, so two requests with one token never both complete a login.
    */
   async claim(id: string, now: string, db: Executor = this.db): Promise<boolean> {
-    const result = await db
-      .deleteFrom('login_checkpoints')
-      .where('id', '=', id)
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return Number(result.numDeletedRows) === 1;
+    return deletedOne(db.deleteFrom('login_checkpoints').where('id', '=', id).where('expires_at', '>', now));
   }
 
   async deleteForUser(userId: string, db: Executor = this.db): Promise<void> {

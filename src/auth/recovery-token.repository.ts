@@ -1,4 +1,5 @@
 import type { Executor } from '../db/executor.ts';
+import { deletedOne } from '../db/row-count.ts';
 import type { RecoveryTokenRow } from './two-factor.table.ts';
 
 export class RecoveryTokenRepository {
@@ -20,12 +21,7 @@ export class RecoveryTokenRepository {
 
   /** Deletes one token of the user's; false when it is already gone (used by someone else first). */
   async use(id: number, userId: string, db: Executor = this.db): Promise<boolean> {
-    const result = await db
-      .deleteFrom('recovery_tokens')
-      .where('id', '=', id)
-      .where('user_id', '=', userId)
-      .executeTakeFirst();
-    return Number(result.numDeletedRows) === 1;
+    return deletedOne(db.deleteFrom('recovery_tokens').where('id', '=', id).where('user_id', '=', userId));
   }
 
   async deleteForUser(userId: string, db: Executor = this.db): Promise<void> {

@@ -29,7 +29,7 @@ import {
   ProgressReporter,
   threadProgressInterval,
   toCounts,
-  type ProgressReporterDeps,
+  type ProgressSettings,
 } from './backup-progress.ts';
 import type { BackupDeletion, BackupDeletionRepository } from './backup-deletion.repository.ts';
 import type { BackupRepository } from './backup.repository.ts';
@@ -69,7 +69,7 @@ export interface BackupManagementDeps {
   clock: Clock;
   logger: Logger;
   /** Where and how often a backup made from the command line writes its progress. */
-  progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+  progress: ProgressSettings;
   volumeOf: (server: Pick<ServerRow, 'id'>) => string;
 }
 
@@ -251,8 +251,7 @@ export class BackupManagementService {
     file: string,
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
-    assertText('name', name, 'single-line');
-    const server = await this.serverFor(serverRef);
+    const server = await this.serverFor(serverRef, name);
     let files: number;
     try {
       ({ files } = await verifyArchive(file, onProgress));
@@ -282,9 +281,7 @@ export class BackupManagementService {
     name: string,
     onProgress?: (p: Progress) => void,
   ): Promise<BackupRecord> {
-    // The command line's names meet the API's rule (shared/text.ts) before anything is archived.
-    assertText('name', name, 'single-line');
-    const server = await this.serverFor(serverRef);
+    const server = await this.serverFor(serverRef, name);
     const { storage } = this.deps;
     return this.store(server, name, async (id, report) => {
       // A scratch file moved into place, or (S3) an upload made while the archive is written.
@@ -305,7 +302,12 @@ export class BackupManagementService {
     });
   }
 
-  private async serverFor(reference: string): Promise<ServerRow> {
+  /**
+   * The server a backup made or imported from the command line is of. The backup's name meets the
+   * API's rule (shared/text.ts) first, before anything is read or archived.
+   */
+  private async serverFor(reference: string, backupName: string): Promise<ServerRow> {
+    assertText('name', backupName, 'single-line');
     const server = await this.deps.servers.findByReference(reference);
     if (server === undefined) throw new NotFoundError(`No server "${reference}".`);
     return server;

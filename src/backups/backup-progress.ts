@@ -45,6 +45,9 @@ export interface ProgressReporterDeps {
   intervalMs: number;
 }
 
+/** Where and how often progress is written: what a reporter needs beside the rows and the clock. */
+export type ProgressSettings = Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+
 export interface ProgressStart {
   operation: ProgressOperation;
   phase: string;

@@ -23,17 +23,19 @@ import { tellingTheQueue } from './job-errors.ts';
 
 type Payload = JobPayloads['backup.create'];
 
+/**
+ * What every job on a backup holds: its server and backup, and who asked and from where (the
+ * job's activity entries are theirs).
+ */
+export const backupJobFields = {
+  serverId: Type.String(),
+  backupId: Type.String(),
+  actorId: Type.Union([Type.String(), Type.Null()]),
+  ip: Type.Union([Type.String(), Type.Null()]),
+};
+
 /** What a backup.create job holds: checked by the worker before the job runs. */
-export const BackupJobPayloadSchema = payloadSchema(
-  'backup.create',
-  Type.Object({
-    serverId: Type.String(),
-    backupId: Type.String(),
-    /** Who asked, and from where: the job's activity entries are theirs. */
-    actorId: Type.Union([Type.String(), Type.Null()]),
-    ip: Type.Union([Type.String(), Type.Null()]),
-  }),
-);
+export const BackupJobPayloadSchema = payloadSchema('backup.create', Type.Object(backupJobFields));
 
 export interface BackupArchiveJobDeps {
   backups: BackupRepository;

@@ -2,6 +2,7 @@ import type { ExpressionBuilder } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { countWhere } from '../db/count.ts';
 import { afterCommit, type Executor } from '../db/executor.ts';
+import { deletedOne, updatedOne } from '../db/row-count.ts';
 import type { BackupProgress } from './backup-progress.ts';
 import { progressColumns, toBackup, toBackupRow, type Backup } from './backup.ts';
 import type { ServerChanges } from '../servers/server-changes.ts';
@@ -130,13 +131,13 @@ export class BackupRepository {
    * request that lost a race (the row gone, locked or not finished meanwhile) deletes nothing.
    */
   async deleteIfDeletable(backup: BackupRef, db: Executor = this.db): Promise<boolean> {
-    const result = await db
-      .deleteFrom('backups')
-      .where('id', '=', backup.id)
-      .where('is_locked', '=', 0)
-      .where('completed_at', 'is not', null)
-      .executeTakeFirst();
-    const deleted = Number(result.numDeletedRows) === 1;
+    const deleted = await deletedOne(
+      db
+        .deleteFrom('backups')
+        .where('id', '=', backup.id)
+        .where('is_locked', '=', 0)
+        .where('completed_at', 'is not', null),
+    );
     if (deleted) this.changed(backup, db);
     return deleted;
   }
@@ -152,19 +153,19 @@ export class BackupRepository {
     now: string,
     db: Executor = this.db,
   ): Promise<boolean> {
-    const result = await db
-      .updateTable('backups')
-      .set(failedColumns(now))
-      .where('id', '=', backup.id)
-      .where('completed_at', 'is', null)
-      .where((eb) =>
-        eb.or([
-          eb('progress_updated_at', '<', before),
-          eb.and([eb('progress_updated_at', 'is', null), eb('created_at', '<', before)]),
-        ]),
-      )
-      .executeTakeFirst();
-    const marked = Number(result.numUpdatedRows) === 1;
+    const marked = await updatedOne(
+      db
+        .updateTable('backups')
+        .set(failedColumns(now))
+        .where('id', '=', backup.id)
+        .where('completed_at', 'is', null)
+        .where((eb) =>
+          eb.or([
+            eb('progress_updated_at', '<', before),
+            eb.and([eb('progress_updated_at', 'is', null), eb('created_at', '<', before)]),
+          ]),
+        ),
+    );
     if (marked) this.changed(backup, db);
     return marked;
   }

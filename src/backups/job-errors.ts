@@ -18,7 +18,7 @@ import {
   type JobFailure,
 } from '../jobs/job-failure.ts';
 import type { JobHandler } from '../jobs/job-handler.ts';
-import { AppError } from '../shared/errors.ts';
+import { AppError, translatingErrors } from '../shared/errors.ts';
 import { ArchiveError } from '../storage/archive/archive.types.ts';
 import { storeUnreachable } from '../storage/stores/store-unreachable.ts';
 
@@ -48,12 +48,8 @@ export function toJobError(error: unknown): unknown {
 }
 
 /** Runs a job's work, its failures turned into what the queue is to be told (`toJobError`). */
-export async function tellingTheQueue<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw toJobError(error);
-  }
+export function tellingTheQueue<T>(work: () => Promise<T>): Promise<T> {
+  return translatingErrors(work, toJobError);
 }
 
 /** `handler`, whose failures are turned into what the queue is to be told (`toJobError`). */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 
@@ -13,6 +14,19 @@ export async function withRuntime<T>(work: (runtime: Runtime) => T | Promise<T>)
   } finally {
     await runtime.close();
   }
+}
+
+/**
+ * Ends a command that prints one record: `--json` chooses how it is printed (see `printRecord`),
+ * and `work` runs with the command's options on a runtime of its own.
+ */
+export function recordAction<O extends { json: boolean }>(
+  command: Command,
+  work: (options: O, runtime: Runtime) => Promise<void>,
+): void {
+  command
+    .option('--json', 'print the record as JSON', false)
+    .action((options: O) => withRuntime((runtime) => work(options, runtime)));
 }
 
 /** Work done from the command line is recorded as the system's, with no address. */

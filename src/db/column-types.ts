@@ -18,6 +18,9 @@ import type { DatabaseKind } from '../config.ts';
  */
 export type TypedColumnKind = 'flag' | 'json' | 'time';
 
+/** The type of a column that holds a UUID, as text: the same on every engine. */
+export const uuidType = 'varchar(36)';
+
 /** The type of a new 0/1 flag column. */
 export function flagType(kind: DatabaseKind): ColumnDataType {
   return kind === 'sqlite' ? 'integer' : 'boolean';

@@ -1,7 +1,8 @@
 import type { DatabaseKind } from '../config.ts';
 import { afterCommit, type Executor, type Transactor } from '../db/executor.ts';
 import { insertReturningId } from '../db/insert-id.ts';
-import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
+import { updatedOne } from '../db/row-count.ts';
+import { sql, type ExpressionBuilder, type Transaction, type UpdateObject } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { JOB_PRIORITY, type JobKind, type JobPayloads } from './job-kinds.ts';
 import type { JobWakeups } from './job-wakeups.ts';
@@ -147,18 +148,11 @@ export class JobRepository {
   }
 
   /** Extends the lease; false when the job is no longer this owner's (its lease ran out and was taken). */
-  async heartbeat(id: number, owner: string, now: string, leaseUntil: string): Promise<boolean> {
-    const result = await this.db
-      .updateTable('jobs')
-      .set({ lease_expires_at: leaseUntil, updated_at: now })
-      .where('id', '=', id)
-      .where('lease_owner', '=', owner)
-      .where('state', '=', 'running')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  heartbeat(id: number, owner: string, now: string, leaseUntil: string): Promise<boolean> {
+    return this.updateOwnRunning(id, owner, { lease_expires_at: leaseUntil, updated_at: now });
   }
 
-  async finish(
+  finish(
     id: number,
     owner: string,
     state: 'succeeded' | 'failed',
@@ -166,14 +160,29 @@ export class JobRepository {
     now: string,
     db: Executor = this.db,
   ): Promise<boolean> {
-    const result = await db
-      .updateTable('jobs')
-      .set({ state, error, finished_at: now, updated_at: now, lease_expires_at: null })
-      .where('id', '=', id)
-      .where('lease_owner', '=', owner)
-      .where('state', '=', 'running')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return this.updateOwnRunning(
+      id,
+      owner,
+      { state, error, finished_at: now, updated_at: now, lease_expires_at: null },
+      db,
+    );
+  }
+
+  /** Sets `values` on a running job while `owner` holds it; false when it no longer does. */
+  private updateOwnRunning(
+    id: number,
+    owner: string,
+    values: UpdateObject<Database, 'jobs'>,
+    db: Executor = this.db,
+  ): Promise<boolean> {
+    return updatedOne(
+      db
+        .updateTable('jobs')
+        .set(values)
+        .where('id', '=', id)
+        .where('lease_owner', '=', owner)
+        .where('state', '=', 'running'),
+    );
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { updatedOne } from '../db/row-count.ts';
 
 /** One row per periodic task (created by its migration): who runs it now, and until when. */
 export interface MaintenanceLeaseTable {
@@ -24,13 +25,13 @@ export class LeaseRepository {
 
   /** Takes or renews `name` for `owner` until `until`; false when another owner holds it. */
   async take(name: string, owner: string, now: string, until: string): Promise<boolean> {
-    const result = await this.db
-      .updateTable('maintenance_leases')
-      .set({ owner, expires_at: until })
-      .where('name', '=', name)
-      .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner), eb('expires_at', '<', now)]))
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      this.db
+        .updateTable('maintenance_leases')
+        .set({ owner, expires_at: until })
+        .where('name', '=', name)
+        .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner), eb('expires_at', '<', now)])),
+    );
   }
 
   /** Gives `name` up, if `owner` still holds it. */

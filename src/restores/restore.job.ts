@@ -31,6 +31,7 @@ import {
 } from '../backups/backup-progress.ts';
 import type { BackupRepository } from '../backups/backup.repository.ts';
 import type { Backup } from '../backups/backup.ts';
+import { backupJobFields } from '../backups/backup.job.ts';
 import { tellingTheQueue } from '../backups/job-errors.ts';
 import type { ServerChanges } from '../servers/server-changes.ts';
 
@@ -39,14 +40,7 @@ type Payload = JobPayloads['backup.restore'];
 /** What a backup.restore job holds: checked by the worker before the job runs. */
 export const RestoreJobPayloadSchema = payloadSchema(
   'backup.restore',
-  Type.Object({
-    serverId: Type.String(),
-    backupId: Type.String(),
-    truncate: Type.Boolean(),
-    /** Who asked, and from where: the completion entry is theirs too. */
-    actorId: Type.Union([Type.String(), Type.Null()]),
-    ip: Type.Union([Type.String(), Type.Null()]),
-  }),
+  Type.Object({ ...backupJobFields, truncate: Type.Boolean() }),
 );
 
 const MIB = 1024 * 1024;

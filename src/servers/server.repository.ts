@@ -1,5 +1,6 @@
 import type { Executor } from '../db/executor.ts';
 import { lockRow } from '../db/row-lock.ts';
+import { updatedOne } from '../db/row-count.ts';
 import type { ServerRow, ServerStatus, SubuserRow } from './server.table.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -36,13 +37,13 @@ export class ServerRepository {
 
   /** Moves an idle server into `status`; false when it was not idle (someone else got there first). */
   async claimStatus(id: string, status: ServerStatus, now: string, db: Executor = this.db): Promise<boolean> {
-    const result = await db
-      .updateTable('servers')
-      .set({ status, updated_at: now })
-      .where('id', '=', id)
-      .where('status', 'is', null)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      db
+        .updateTable('servers')
+        .set({ status, updated_at: now })
+        .where('id', '=', id)
+        .where('status', 'is', null),
+    );
   }
 
   /** Returns a server in `status` to idle. */

@@ -1,4 +1,5 @@
 import type { Executor } from '../db/executor.ts';
+import { deletedOne, updatedOne } from '../db/row-count.ts';
 import { normalizePermissions, type Subuser } from './subuser.ts';
 
 /** A subuser entry with the user it names. */
@@ -77,18 +78,17 @@ export class SubuserRepository {
     now: string,
     db: Executor = this.db,
   ): Promise<boolean> {
-    const result = await db
-      .updateTable('subusers')
-      .set({ permissions: JSON.stringify(permissions), updated_at: now })
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      db
+        .updateTable('subusers')
+        .set({ permissions: JSON.stringify(permissions), updated_at: now })
+        .where('id', '=', id),
+    );
   }
 
   /** False when there was nothing to delete (someone else got there first). */
   async delete(id: number, db: Executor = this.db): Promise<boolean> {
-    const result = await db.deleteFrom('subusers').where('id', '=', id).executeTakeFirst();
-    return Number(result.numDeletedRows) === 1;
+    return deletedOne(db.deleteFrom('subusers').where('id', '=', id));
   }
 }
 

@@ -83,3 +83,15 @@ export class ServiceUnavailableError extends AppError {
   readonly status = 503;
   readonly code = 'ServiceUnavailableHttpException';
 }
+
+/** Runs `work`; whatever it throws is thrown again as `translate` makes it. */
+export async function translatingErrors<T>(
+  work: () => Promise<T>,
+  translate: (error: unknown) => unknown,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw translate(error);
+  }
+}

@@ -2,6 +2,7 @@ import type { DatabaseKind } from '../config.ts';
 import type { Executor } from '../db/executor.ts';
 import { lockRow } from '../db/row-lock.ts';
 import { insertReturningId } from '../db/insert-id.ts';
+import { updatedOne } from '../db/row-count.ts';
 import type { NewUserRow, UserRow } from './user.table.ts';
 
 export class UserRepository {
@@ -80,14 +81,14 @@ export class UserRepository {
     replacing: string | null,
     db: Executor = this.db,
   ): Promise<boolean> {
-    const result = await db
-      .updateTable('users')
-      .set({ totp_secret: sealed, totp_pending_expires_at: expiresAt })
-      .where('id', '=', id)
-      .where('totp_enabled_at', 'is', null)
-      .where('totp_secret', replacing === null ? 'is' : '=', replacing)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      db
+        .updateTable('users')
+        .set({ totp_secret: sealed, totp_pending_expires_at: expiresAt })
+        .where('id', '=', id)
+        .where('totp_enabled_at', 'is', null)
+        .where('totp_secret', replacing === null ? 'is' : '=', replacing),
+    );
   }
 
   /**
@@ -101,14 +102,14 @@ export class UserRepository {
     now: string,
     db: Executor = this.db,
   ): Promise<boolean> {
-    const result = await db
-      .updateTable('users')
-      .set({ totp_enabled_at: now, totp_last_step: step, totp_pending_expires_at: null, updated_at: now })
-      .where('id', '=', id)
-      .where('totp_enabled_at', 'is', null)
-      .where('totp_secret', '=', sealed)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      db
+        .updateTable('users')
+        .set({ totp_enabled_at: now, totp_last_step: step, totp_pending_expires_at: null, updated_at: now })
+        .where('id', '=', id)
+        .where('totp_enabled_at', 'is', null)
+        .where('totp_secret', '=', sealed),
+    );
   }
 
   async disableTotp(id: string, now: string, db: Executor = this.db): Promise<void> {
@@ -130,14 +131,14 @@ export class UserRepository {
    * was accepted before, so a code works once, even under concurrent requests.
    */
   async advanceTotpStep(id: string, step: number, db: Executor = this.db): Promise<boolean> {
-    const result = await db
-      .updateTable('users')
-      .set({ totp_last_step: step })
-      .where('id', '=', id)
-      .where('totp_enabled_at', 'is not', null)
-      .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return updatedOne(
+      db
+        .updateTable('users')
+        .set({ totp_last_step: step })
+        .where('id', '=', id)
+        .where('totp_enabled_at', 'is not', null)
+        .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)])),
+    );
   }
 
   async count(db: Executor = this.db): Promise<number> {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../../config.ts';
 import { collect, printRecord } from '../output.ts';
-import { cliContext, withRuntime } from '../with-runtime.ts';
+import { cliContext, recordAction } from '../with-runtime.ts';
 
 interface KeyCreateOptions {
   user: string;
@@ -12,7 +12,7 @@ interface KeyCreateOptions {
 
 /** `aerie key create`: an API key for a user; prints the full token, once. */
 export function keyCreateCommand(key: Command): void {
-  key
+  const create = key
     .command('create')
     .requiredOption('--user <login>', 'username or email')
     .option('--description <text>', 'what the key is for', '')
@@ -21,20 +21,17 @@ export function keyCreateCommand(key: Command): void {
       'an address or CIDR range the key may be used from (repeatable)',
       collect,
       [],
-    )
-    .option('--json', 'print the record as JSON', false)
-    .action((o: KeyCreateOptions) =>
-      withRuntime(async ({ services }) => {
-        const owner = await services.users.findByLogin(o.user);
-        if (owner === undefined) throw new ConfigError(`no user "${o.user}"`);
-        const { key, token } = await services.apiKeys.create(
-          { ...cliContext(), actor: { user: owner, apiKeyId: null, sessionId: null } },
-          { description: o.description, allowed_ips: o.allowedIp },
-        );
-        printRecord(o.json, { identifier: key.identifier, token }, [
-          `created API key ${key.identifier} for ${owner.username}`,
-          `token (shown once): ${token}`,
-        ]);
-      }),
     );
+  recordAction(create, async (o: KeyCreateOptions, { services }) => {
+    const owner = await services.users.findByLogin(o.user);
+    if (owner === undefined) throw new ConfigError(`no user "${o.user}"`);
+    const { key, token } = await services.apiKeys.create(
+      { ...cliContext(), actor: { user: owner, apiKeyId: null, sessionId: null } },
+      { description: o.description, allowed_ips: o.allowedIp },
+    );
+    printRecord(o.json, { identifier: key.identifier, token }, [
+      `created API key ${key.identifier} for ${owner.username}`,
+      `token (shown once): ${token}`,
+    ]);
+  });
 }

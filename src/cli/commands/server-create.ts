@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { DEFAULT_NODE } from '../../servers/node-name.ts';
 import { positiveInteger, printRecord } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { recordAction } from '../with-runtime.ts';
 
 interface ServerCreateOptions {
   owner: string;
@@ -14,7 +14,7 @@ interface ServerCreateOptions {
 
 /** `aerie server create`: the server's record and its empty volume. */
 export function serverCreateCommand(server: Command): void {
-  server
+  const create = server
     .command('create')
     .requiredOption('--owner <login>', 'username or email of the owner')
     .requiredOption('--name <name>')
@@ -24,15 +24,12 @@ export function serverCreateCommand(server: Command): void {
       '--node <name>',
       "the node whose worker holds the server's volume and runs its jobs",
       DEFAULT_NODE,
-    )
-    .option('--json', 'print the record as JSON', false)
-    .action((o: ServerCreateOptions) =>
-      withRuntime(async ({ services }) => {
-        const { server: created, volume } = await services.servers.create(o);
-        printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
-          `created server ${created.name} (${created.identifier}, ${created.id}) on node ${created.node}`,
-          `volume: ${volume}`,
-        ]);
-      }),
     );
+  recordAction(create, async (o: ServerCreateOptions, { services }) => {
+    const { server: created, volume } = await services.servers.create(o);
+    printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
+      `created server ${created.name} (${created.identifier}, ${created.id}) on node ${created.node}`,
+      `volume: ${volume}`,
+    ]);
+  });
 }

@@ -1,5 +1,7 @@
 import type { ColumnDefinitionBuilder, Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
+import { uuidType } from '../column-types.ts';
+import { createIndex } from '../create-index.ts';
 
 type Column = (col: ColumnDefinitionBuilder) => ColumnDefinitionBuilder;
 
@@ -12,14 +14,13 @@ export function initialMigration(kind: DatabaseKind) {
   const serialType = kind === 'postgres' ? 'bigserial' : kind === 'mysql' ? 'bigint' : 'integer';
   const serial: Column = (col) => (kind === 'postgres' ? col.primaryKey() : col.primaryKey().autoIncrement());
   const bigint = kind === 'sqlite' ? 'integer' : 'bigint';
-  const uuid = 'varchar(36)';
   const time = 'varchar(24)';
 
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema
         .createTable('users')
-        .addColumn('id', uuid, (c) => c.primaryKey())
+        .addColumn('id', uuidType, (c) => c.primaryKey())
         .addColumn('username', 'varchar(191)', (c) => c.notNull().unique())
         .addColumn('email', 'varchar(191)', (c) => c.notNull().unique())
         .addColumn('password_hash', 'varchar(255)', (c) => c.notNull())
@@ -34,7 +35,7 @@ export function initialMigration(kind: DatabaseKind) {
       await db.schema
         .createTable('api_keys')
         .addColumn('id', serialType, serial)
-        .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('user_id', uuidType, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('identifier', 'varchar(16)', (c) => c.notNull().unique())
         .addColumn('token_hash', 'varchar(64)', (c) => c.notNull())
         .addColumn('description', 'varchar(500)', (c) => c.notNull())
@@ -42,25 +43,25 @@ export function initialMigration(kind: DatabaseKind) {
         .addColumn('last_used_at', time)
         .addColumn('created_at', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('api_keys_user_id_index').on('api_keys').column('user_id').execute();
+      await createIndex(db, 'api_keys_user_id_index', 'api_keys', ['user_id']);
 
       await db.schema
         .createTable('sessions')
         .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
-        .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('user_id', uuidType, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('ip', 'varchar(45)', (c) => c.notNull())
         .addColumn('user_agent', 'varchar(500)', (c) => c.notNull())
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('expires_at', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('sessions_user_id_index').on('sessions').column('user_id').execute();
-      await db.schema.createIndex('sessions_expires_at_index').on('sessions').column('expires_at').execute();
+      await createIndex(db, 'sessions_user_id_index', 'sessions', ['user_id']);
+      await createIndex(db, 'sessions_expires_at_index', 'sessions', ['expires_at']);
 
       await db.schema
         .createTable('servers')
-        .addColumn('id', uuid, (c) => c.primaryKey())
+        .addColumn('id', uuidType, (c) => c.primaryKey())
         .addColumn('identifier', 'varchar(8)', (c) => c.notNull().unique())
-        .addColumn('owner_id', uuid, (c) => c.notNull().references('users.id'))
+        .addColumn('owner_id', uuidType, (c) => c.notNull().references('users.id'))
         .addColumn('name', 'varchar(191)', (c) => c.notNull())
         .addColumn('description', 'text', (c) => c.notNull())
         .addColumn('status', 'varchar(32)')
@@ -69,24 +70,24 @@ export function initialMigration(kind: DatabaseKind) {
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('updated_at', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('servers_owner_id_index').on('servers').column('owner_id').execute();
+      await createIndex(db, 'servers_owner_id_index', 'servers', ['owner_id']);
 
       await db.schema
         .createTable('subusers')
         .addColumn('id', serialType, serial)
-        .addColumn('server_id', uuid, (c) => c.notNull().references('servers.id').onDelete('cascade'))
-        .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('server_id', uuidType, (c) => c.notNull().references('servers.id').onDelete('cascade'))
+        .addColumn('user_id', uuidType, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('permissions', 'text', (c) => c.notNull())
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('updated_at', time, (c) => c.notNull())
         .addUniqueConstraint('subusers_server_user_unique', ['server_id', 'user_id'])
         .execute();
-      await db.schema.createIndex('subusers_user_id_index').on('subusers').column('user_id').execute();
+      await createIndex(db, 'subusers_user_id_index', 'subusers', ['user_id']);
 
       await db.schema
         .createTable('backups')
-        .addColumn('id', uuid, (c) => c.primaryKey())
-        .addColumn('server_id', uuid, (c) => c.notNull().references('servers.id').onDelete('cascade'))
+        .addColumn('id', uuidType, (c) => c.primaryKey())
+        .addColumn('server_id', uuidType, (c) => c.notNull().references('servers.id').onDelete('cascade'))
         .addColumn('name', 'varchar(191)', (c) => c.notNull())
         .addColumn('ignored_files', 'text', (c) => c.notNull())
         .addColumn('disk', 'varchar(16)', (c) => c.notNull())
@@ -97,29 +98,21 @@ export function initialMigration(kind: DatabaseKind) {
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('completed_at', time)
         .execute();
-      await db.schema
-        .createIndex('backups_server_created_index')
-        .on('backups')
-        .columns(['server_id', 'created_at'])
-        .execute();
+      await createIndex(db, 'backups_server_created_index', 'backups', ['server_id', 'created_at']);
 
       await db.schema
         .createTable('activity_logs')
         .addColumn('id', serialType, serial)
-        .addColumn('batch', uuid, (c) => c.notNull())
+        .addColumn('batch', uuidType, (c) => c.notNull())
         .addColumn('event', 'varchar(191)', (c) => c.notNull())
         .addColumn('ip', 'varchar(45)')
-        .addColumn('actor_id', uuid, (c) => c.references('users.id').onDelete('set null'))
+        .addColumn('actor_id', uuidType, (c) => c.references('users.id').onDelete('set null'))
         .addColumn('api_key_id', bigint)
         .addColumn('properties', 'text', (c) => c.notNull())
         .addColumn('timestamp', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('activity_logs_batch_index').on('activity_logs').column('batch').execute();
-      await db.schema
-        .createIndex('activity_logs_actor_index')
-        .on('activity_logs')
-        .columns(['actor_id', 'timestamp'])
-        .execute();
+      await createIndex(db, 'activity_logs_batch_index', 'activity_logs', ['batch']);
+      await createIndex(db, 'activity_logs_actor_index', 'activity_logs', ['actor_id', 'timestamp']);
 
       // A feed reads the subjects table alone, in index order: (type, id, timestamp, log id).
       // The timestamp is copied here so that page N of a feed never touches other users' rows.
@@ -137,11 +130,12 @@ export function initialMigration(kind: DatabaseKind) {
           'subject_id',
         ])
         .execute();
-      await db.schema
-        .createIndex('activity_log_subjects_feed_index')
-        .on('activity_log_subjects')
-        .columns(['subject_type', 'subject_id', 'timestamp', 'activity_log_id'])
-        .execute();
+      await createIndex(db, 'activity_log_subjects_feed_index', 'activity_log_subjects', [
+        'subject_type',
+        'subject_id',
+        'timestamp',
+        'activity_log_id',
+      ]);
 
       await db.schema
         .createTable('jobs')
@@ -149,7 +143,7 @@ export function initialMigration(kind: DatabaseKind) {
         .addColumn('kind', 'varchar(64)', (c) => c.notNull())
         .addColumn('payload', 'text', (c) => c.notNull())
         .addColumn('state', 'varchar(16)', (c) => c.notNull())
-        .addColumn('batch', uuid, (c) => c.notNull())
+        .addColumn('batch', uuidType, (c) => c.notNull())
         .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('max_attempts', 'integer', (c) => c.notNull().defaultTo(3))
         .addColumn('run_at', time, (c) => c.notNull())
@@ -160,12 +154,8 @@ export function initialMigration(kind: DatabaseKind) {
         .addColumn('updated_at', time, (c) => c.notNull())
         .addColumn('finished_at', time)
         .execute();
-      await db.schema.createIndex('jobs_claim_index').on('jobs').columns(['state', 'run_at']).execute();
-      await db.schema
-        .createIndex('jobs_lease_index')
-        .on('jobs')
-        .columns(['state', 'lease_expires_at'])
-        .execute();
+      await createIndex(db, 'jobs_claim_index', 'jobs', ['state', 'run_at']);
+      await createIndex(db, 'jobs_lease_index', 'jobs', ['state', 'lease_expires_at']);
     },
 
     async down(db: Kysely<unknown>): Promise<void> {

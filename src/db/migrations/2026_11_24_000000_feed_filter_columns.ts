@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
+import { createIndex } from '../create-index.ts';
 
 /**
  * Copies the columns the feed's filters read (event, IP, actor) from each activity entry onto
@@ -29,11 +30,15 @@ export function feedFilterColumnsMigration(kind: DatabaseKind) {
       // One index serves the whole feed: the caller's range in order, and every filter's column.
       const oldIndex = db.schema.dropIndex('activity_log_subjects_feed_index');
       await (kind === 'mysql' ? oldIndex.on('activity_log_subjects') : oldIndex).execute();
-      await db.schema
-        .createIndex('activity_log_subjects_feed_filter_index')
-        .on('activity_log_subjects')
-        .columns(['subject_type', 'subject_id', 'timestamp', 'activity_log_id', 'actor_id', 'event', 'ip'])
-        .execute();
+      await createIndex(db, 'activity_log_subjects_feed_filter_index', 'activity_log_subjects', [
+        'subject_type',
+        'subject_id',
+        'timestamp',
+        'activity_log_id',
+        'actor_id',
+        'event',
+        'ip',
+      ]);
     },
   };
 }

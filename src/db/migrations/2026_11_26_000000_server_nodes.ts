@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
+import { createIndex } from '../create-index.ts';
 
 /**
  * Puts every server on a node: the machine whose worker holds its volume and runs its jobs.
@@ -21,11 +22,7 @@ export function serverNodesMigration(kind: DatabaseKind) {
       await db.schema.alterTable('jobs').addColumn('node', name).execute();
       await sql`update jobs set node = 'local' where kind in ('backup.create', 'backup.restore')`.execute(db);
       // A claim reads its node's queued jobs (state, run_at) and running ones (few) for lost leases.
-      await db.schema
-        .createIndex('jobs_node_claim_index')
-        .on('jobs')
-        .columns(['node', 'state', 'run_at'])
-        .execute();
+      await createIndex(db, 'jobs_node_claim_index', 'jobs', ['node', 'state', 'run_at']);
     },
   };
 }

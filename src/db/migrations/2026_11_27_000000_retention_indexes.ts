@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { createIndex } from '../create-index.ts';
 
 /**
  * What retention needs: indexes on the oldest activity entries and on the jobs that finished
@@ -9,16 +10,8 @@ import { sql, type Kysely } from 'kysely';
 export function retentionIndexesMigration() {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createIndex('activity_logs_timestamp_index')
-        .on('activity_logs')
-        .columns(['timestamp', 'id'])
-        .execute();
-      await db.schema
-        .createIndex('jobs_finished_index')
-        .on('jobs')
-        .columns(['state', 'finished_at'])
-        .execute();
+      await createIndex(db, 'activity_logs_timestamp_index', 'activity_logs', ['timestamp', 'id']);
+      await createIndex(db, 'jobs_finished_index', 'jobs', ['state', 'finished_at']);
       await db.schema
         .createTable('maintenance_leases')
         .addColumn('name', 'varchar(64)', (c) => c.primaryKey())

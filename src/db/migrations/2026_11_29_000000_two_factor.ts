@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
+import { uuidType } from '../column-types.ts';
+import { createIndex } from '../create-index.ts';
 
 /**
  * Two-factor authentication (TOTP) and the account endpoints it goes with:
@@ -17,7 +19,6 @@ import type { DatabaseKind } from '../../config.ts';
  */
 export function twoFactorMigration(kind: DatabaseKind) {
   const serialType = kind === 'postgres' ? 'bigserial' : kind === 'mysql' ? 'bigint' : 'integer';
-  const uuid = 'varchar(36)';
   const time = 'varchar(24)';
   return {
     async up(db: Kysely<unknown>): Promise<void> {
@@ -30,33 +31,21 @@ export function twoFactorMigration(kind: DatabaseKind) {
         .addColumn('id', serialType, (c) =>
           kind === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
         )
-        .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('user_id', uuidType, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('token_hash', 'varchar(255)', (c) => c.notNull())
         .addColumn('created_at', time, (c) => c.notNull())
         .execute();
-      await db.schema
-        .createIndex('recovery_tokens_user_id_index')
-        .on('recovery_tokens')
-        .column('user_id')
-        .execute();
+      await createIndex(db, 'recovery_tokens_user_id_index', 'recovery_tokens', ['user_id']);
 
       await db.schema
         .createTable('login_checkpoints')
         .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
-        .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('user_id', uuidType, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('expires_at', time, (c) => c.notNull())
         .execute();
-      await db.schema
-        .createIndex('login_checkpoints_user_id_index')
-        .on('login_checkpoints')
-        .column('user_id')
-        .execute();
-      await db.schema
-        .createIndex('login_checkpoints_expires_at_index')
-        .on('login_checkpoints')
-        .column('expires_at')
-        .execute();
+      await createIndex(db, 'login_checkpoints_user_id_index', 'login_checkpoints', ['user_id']);
+      await createIndex(db, 'login_checkpoints_expires_at_index', 'login_checkpoints', ['expires_at']);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
 import { timeType } from '../column-types.ts';
+import { createIndex } from '../create-index.ts';
 
 /**
  * Job priorities, and the retries of jobs that could not reach the backup store or the database.
@@ -42,17 +43,9 @@ export function jobPriorityMigration(kind: DatabaseKind) {
         where kind = 'backup.create' and state in ('queued', 'running')`.execute(db);
 
       await dropIndex(db, 'jobs_node_claim_index');
-      await db.schema
-        .createIndex('jobs_node_claim_index')
-        .on('jobs')
-        .columns(['node', 'state', 'priority', 'run_at'])
-        .execute();
+      await createIndex(db, 'jobs_node_claim_index', 'jobs', ['node', 'state', 'priority', 'run_at']);
       await dropIndex(db, 'jobs_claim_index');
-      await db.schema
-        .createIndex('jobs_claim_index')
-        .on('jobs')
-        .columns(['state', 'priority', 'run_at'])
-        .execute();
+      await createIndex(db, 'jobs_claim_index', 'jobs', ['state', 'priority', 'run_at']);
     },
   };
 }

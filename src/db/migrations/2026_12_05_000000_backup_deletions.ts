@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
-import { timeType } from '../column-types.ts';
+import { timeType, uuidType } from '../column-types.ts';
+import { createIndex } from '../create-index.ts';
 
 /**
  * `backup_deletions`: a record of each backup row deleted, written in the transaction that
@@ -14,21 +15,16 @@ import { timeType } from '../column-types.ts';
  * type (`timeType`): this migration runs after 2026_12_02_000000_postgres_types.
  */
 export function backupDeletionsMigration(kind: DatabaseKind) {
-  const uuid = 'varchar(36)';
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema
         .createTable('backup_deletions')
-        .addColumn('backup_id', uuid, (c) => c.primaryKey())
-        .addColumn('server_id', uuid, (c) => c.notNull())
+        .addColumn('backup_id', uuidType, (c) => c.primaryKey())
+        .addColumn('server_id', uuidType, (c) => c.notNull())
         .addColumn('disk', 'varchar(16)', (c) => c.notNull())
         .addColumn('deleted_at', timeType(kind), (c) => c.notNull())
         .execute();
-      await db.schema
-        .createIndex('backup_deletions_deleted_at_index')
-        .on('backup_deletions')
-        .column('deleted_at')
-        .execute();
+      await createIndex(db, 'backup_deletions_deleted_at_index', 'backup_deletions', ['deleted_at']);
     },
   };
 }

@@ -8,6 +8,7 @@ import {
 } from '../../auth/two-factor.schema.ts';
 import type { Services } from '../../services.ts';
 import { UpdateEmailBodySchema, UpdatePasswordBodySchema } from '../../users/account.schema.ts';
+import { clientSchema, noContent } from '../client-route.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 
 /** The caller's own account: email, password and two-factor authentication. */
@@ -16,47 +17,37 @@ export function accountRoutes(
   { account, twoFactor }: Pick<Services, 'account' | 'twoFactor'>,
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  const common = { tags: ['account'], security: [{ bearerAuth: [] }] };
+  const tag = 'account';
 
   typed.put(
     '/api/client/account/email',
     {
-      schema: {
-        ...common,
-        summary: 'Change the email address, given the current password',
+      schema: clientSchema(tag, 'Change the email address, given the current password', {
         body: UpdateEmailBodySchema,
-      },
+      }),
     },
-    async (request, reply) => {
-      await account.changeEmail(authenticatedContextOf(request), request.body);
-      return reply.code(204).send();
-    },
+    (request, reply) => noContent(reply, account.changeEmail(authenticatedContextOf(request), request.body)),
   );
 
   typed.put(
     '/api/client/account/password',
     {
-      schema: {
-        ...common,
-        summary: 'Change the password, given the current one; ends every other session',
+      schema: clientSchema(tag, 'Change the password, given the current one; ends every other session', {
         body: UpdatePasswordBodySchema,
-      },
+      }),
     },
-    async (request, reply) => {
-      await account.changePassword(authenticatedContextOf(request), request.body);
-      return reply.code(204).send();
-    },
+    (request, reply) =>
+      noContent(reply, account.changePassword(authenticatedContextOf(request), request.body)),
   );
 
   typed.get(
     '/api/client/account/two-factor',
     {
-      schema: {
-        ...common,
-        summary:
-          'The pending TOTP secret and its QR code, to set up two-factor authentication with (the same one for 15 minutes, then a new one)',
-        response: { 200: TwoFactorSetupSchema },
-      },
+      schema: clientSchema(
+        tag,
+        'The pending TOTP secret and its QR code, to set up two-factor authentication with (the same one for 15 minutes, then a new one)',
+        { response: { 200: TwoFactorSetupSchema } },
+      ),
     },
     async (request) => {
       const setup = await twoFactor.setUp(authenticatedContextOf(request));
@@ -67,13 +58,11 @@ export function accountRoutes(
   typed.post(
     '/api/client/account/two-factor',
     {
-      schema: {
-        ...common,
-        summary:
-          'Turn two-factor authentication on with a code and the password; returns the recovery tokens, once',
-        body: EnableTwoFactorBodySchema,
-        response: { 200: RecoveryTokensSchema },
-      },
+      schema: clientSchema(
+        tag,
+        'Turn two-factor authentication on with a code and the password; returns the recovery tokens, once',
+        { body: EnableTwoFactorBodySchema, response: { 200: RecoveryTokensSchema } },
+      ),
     },
     async (request) => ({
       object: 'recovery_tokens' as const,
@@ -84,15 +73,10 @@ export function accountRoutes(
   typed.post(
     '/api/client/account/two-factor/disable',
     {
-      schema: {
-        ...common,
-        summary: 'Turn two-factor authentication off, given the password',
+      schema: clientSchema(tag, 'Turn two-factor authentication off, given the password', {
         body: DisableTwoFactorBodySchema,
-      },
+      }),
     },
-    async (request, reply) => {
-      await twoFactor.disable(authenticatedContextOf(request), request.body);
-      return reply.code(204).send();
-    },
+    (request, reply) => noContent(reply, twoFactor.disable(authenticatedContextOf(request), request.body)),
   );
 }

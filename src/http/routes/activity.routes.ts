@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ActivityListSchema, ActivityQuerySchema } from '../../activity/activity.schema.ts';
 import { toActivityLogResource, viewerOf } from '../../activity/activity.transform.ts';
 import type { Services } from '../../services.ts';
+import { clientSchema } from '../client-route.ts';
 import { listEnvelope } from '../pagination.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 
@@ -12,13 +13,10 @@ export function activityRoutes(app: FastifyInstance, { activity }: Pick<Services
     typed.get(
       url,
       {
-        schema: {
-          tags: ['activity'],
-          summary: "The caller's activity feed: every entry about their account",
-          security: [{ bearerAuth: [] }],
+        schema: clientSchema('activity', "The caller's activity feed: every entry about their account", {
           querystring: ActivityQuerySchema,
           response: { 200: ActivityListSchema },
-        },
+        }),
       },
       async (request) => {
         const { actor } = authenticatedContextOf(request);

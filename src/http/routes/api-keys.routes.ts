@@ -8,20 +8,19 @@ import {
 } from '../../api-keys/api-key.schema.ts';
 import { toApiKeyResource } from '../../api-keys/api-key.transform.ts';
 import type { Services } from '../../services.ts';
+import { clientSchema, noContent } from '../client-route.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 
 export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, 'apiKeys'>): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  const common = { tags: ['api keys'], security: [{ bearerAuth: [] }] };
+  const tag = 'api keys';
 
   typed.get(
     '/api/client/account/api-keys',
     {
-      schema: {
-        ...common,
-        summary: "The caller's API keys (never their secrets)",
+      schema: clientSchema(tag, "The caller's API keys (never their secrets)", {
         response: { 200: ApiKeyListSchema },
-      },
+      }),
     },
     async (request) => ({
       object: 'list' as const,
@@ -32,12 +31,10 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
   typed.post(
     '/api/client/account/api-keys',
     {
-      schema: {
-        ...common,
-        summary: 'Create an API key; the response carries its secret, shown only this once',
+      schema: clientSchema(tag, 'Create an API key; the response carries its secret, shown only this once', {
         body: CreateApiKeyBodySchema,
         response: { 200: CreatedApiKeySchema },
-      },
+      }),
     },
     async (request) => {
       const { key, secret } = await apiKeys.create(authenticatedContextOf(request), request.body);
@@ -48,11 +45,9 @@ export function apiKeyRoutes(app: FastifyInstance, { apiKeys }: Pick<Services, '
   typed.delete(
     '/api/client/account/api-keys/:identifier',
     {
-      schema: { ...common, summary: 'Delete one of the caller’s API keys', params: ApiKeyParamsSchema },
+      schema: clientSchema(tag, 'Delete one of the caller’s API keys', { params: ApiKeyParamsSchema }),
     },
-    async (request, reply) => {
-      await apiKeys.delete(authenticatedContextOf(request), request.params.identifier);
-      return reply.code(204).send();
-    },
+    (request, reply) =>
+      noContent(reply, apiKeys.delete(authenticatedContextOf(request), request.params.identifier)),
   );
 }

@@ -13,12 +13,12 @@ import {
 import { toBackupResource } from '../../backups/backup.transform.ts';
 import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
+import { clientSchema, noContent } from '../client-route.ts';
 import { listEnvelope } from '../pagination.ts';
 import { authenticatedContextOf, linkOf } from '../request-context.ts';
 import { accessOf, backupOf, backupOfRequest, can, idle, serverAccess } from '../server-guard.ts';
 
-const tags = ['backups'];
-const security = [{ bearerAuth: [] }];
+const tag = 'backups';
 
 /** Backups under /api/client/servers/{server}/backups, restores included. */
 export function serverBackupRoutes(
@@ -36,14 +36,11 @@ export function serverBackupRoutes(
   typed.get(
     base,
     {
-      schema: {
-        tags,
-        security,
-        summary: "The server's backups, newest first (backup.read)",
+      schema: clientSchema(tag, "The server's backups, newest first (backup.read)", {
         params: ServerParamsSchema,
         querystring: BackupListQuerySchema,
         response: { 200: BackupListSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('backup.read')),
     },
     async (request) => {
@@ -55,14 +52,11 @@ export function serverBackupRoutes(
   typed.post(
     base,
     {
-      schema: {
-        tags,
-        security,
-        summary: 'Start a backup of the server (backup.create); it is made in the background',
-        params: ServerParamsSchema,
-        body: CreateBackupBodySchema,
-        response: { 200: BackupResourceSchema },
-      },
+      schema: clientSchema(
+        tag,
+        'Start a backup of the server (backup.create); it is made in the background',
+        { params: ServerParamsSchema, body: CreateBackupBodySchema, response: { 200: BackupResourceSchema } },
+      ),
       preValidation: serverAccess(access, can('backup.create'), idle(access)),
     },
     async (request) =>
@@ -74,13 +68,10 @@ export function serverBackupRoutes(
   typed.get(
     `${base}/:backup`,
     {
-      schema: {
-        tags,
-        security,
-        summary: 'One backup (backup.read)',
+      schema: clientSchema(tag, 'One backup (backup.read)', {
         params: BackupParamsSchema,
         response: { 200: BackupResourceSchema },
-      },
+      }),
       preValidation: serverAccess(access, backup, can('backup.read')),
     },
     (request) => toBackupResource(backupOfRequest(request)),
@@ -89,13 +80,11 @@ export function serverBackupRoutes(
   typed.get(
     `${base}/:backup/download`,
     {
-      schema: {
-        tags,
-        security,
-        summary: 'A link that downloads the archive without a token, for 15 minutes (backup.download)',
-        params: BackupParamsSchema,
-        response: { 200: SignedUrlSchema },
-      },
+      schema: clientSchema(
+        tag,
+        'A link that downloads the archive without a token, for 15 minutes (backup.download)',
+        { params: BackupParamsSchema, response: { 200: SignedUrlSchema } },
+      ),
       preValidation: serverAccess(access, backup, can('backup.download')),
     },
     async (request) => {
@@ -111,13 +100,11 @@ export function serverBackupRoutes(
   typed.post(
     `${base}/:backup/lock`,
     {
-      schema: {
-        tags,
-        security,
-        summary: 'Lock or unlock a backup; a locked backup cannot be deleted (backup.delete)',
-        params: BackupParamsSchema,
-        response: { 200: BackupResourceSchema },
-      },
+      schema: clientSchema(
+        tag,
+        'Lock or unlock a backup; a locked backup cannot be deleted (backup.delete)',
+        { params: BackupParamsSchema, response: { 200: BackupResourceSchema } },
+      ),
       preValidation: serverAccess(access, backup, can('backup.delete')),
     },
     async (request) =>
@@ -129,49 +116,44 @@ export function serverBackupRoutes(
   typed.delete(
     `${base}/:backup`,
     {
-      schema: {
-        tags,
-        security,
-        summary: 'Delete a backup and its archive (backup.delete)',
+      schema: clientSchema(tag, 'Delete a backup and its archive (backup.delete)', {
         params: BackupParamsSchema,
-      },
+      }),
       preValidation: serverAccess(access, backup, can('backup.delete')),
     },
-    async (request, reply) => {
-      await backupManagement.delete(
-        authenticatedContextOf(request),
-        accessOf(request),
-        backupOfRequest(request),
-      );
-      return reply.code(204).send();
-    },
+    (request, reply) =>
+      noContent(
+        reply,
+        backupManagement.delete(authenticatedContextOf(request), accessOf(request), backupOfRequest(request)),
+      ),
   );
 
   typed.post(
     `${base}/:backup/restore`,
     {
-      schema: {
-        tags,
-        security,
-        summary:
-          'Restore a backup onto its server (runs in the background; the server reads restoring_backup)',
-        params: BackupParamsSchema,
-        body: RestoreBodySchema,
-        response: { 204: { type: 'null', description: 'The restore is queued.' } },
-      },
+      schema: clientSchema(
+        tag,
+        'Restore a backup onto its server (runs in the background; the server reads restoring_backup)',
+        {
+          params: BackupParamsSchema,
+          body: RestoreBodySchema,
+          response: { 204: { type: 'null', description: 'The restore is queued.' } },
+        },
+      ),
       // The reference panel's order: the server, the backup, the server's state, the permission;
       // then the body (422); then whether the backup can be restored (400).
       preValidation: serverAccess(access, backup, idle(access), can('backup.restore')),
     },
-    async (request, reply) => {
-      await backupRestore.requestRestore(
-        authenticatedContextOf(request),
-        accessOf(request),
-        backupOfRequest(request),
-        request.body,
-      );
-      return reply.code(204).send();
-    },
+    (request, reply) =>
+      noContent(
+        reply,
+        backupRestore.requestRestore(
+          authenticatedContextOf(request),
+          accessOf(request),
+          backupOfRequest(request),
+          request.body,
+        ),
+      ),
   );
 }
 
@@ -184,7 +166,7 @@ export function backupDownloadRoute(
     '/download/backup',
     {
       schema: {
-        tags,
+        tags: [tag],
         summary: 'Download a backup archive through a signed link',
         querystring: DownloadQuerySchema,
       },

@@ -8,6 +8,7 @@ import type { ServerAccess } from '../../servers/server-access.ts';
 import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
 import { authenticateCredential, credentialOf } from '../authenticate.ts';
+import { clientSchema } from '../client-route.ts';
 import { authenticatedContextOf, contextOf } from '../request-context.ts';
 import { accessOf, serverAccess } from '../server-guard.ts';
 
@@ -38,13 +39,11 @@ export function serverEventRoutes(
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/client/servers/:server/events',
     {
-      schema: {
-        tags: ['servers'],
-        summary:
-          'The server’s events as server-sent events (text/event-stream): snapshot, server.status, backup.progress, backup.updated, backup.deleted',
-        security: [{ bearerAuth: [] }],
-        params: ServerParamsSchema,
-      },
+      schema: clientSchema(
+        'servers',
+        'The server’s events as server-sent events (text/event-stream): snapshot, server.status, backup.progress, backup.updated, backup.deleted',
+        { params: ServerParamsSchema },
+      ),
       preValidation: serverAccess(access),
     },
     async (request, reply) => {

@@ -11,6 +11,7 @@ import {
 } from '../../servers/server.schema.ts';
 import { toAccount, toServerResource } from '../../servers/server.transform.ts';
 import type { Services } from '../../services.ts';
+import { clientSchema } from '../client-route.ts';
 import { listEnvelope } from '../pagination.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 import { accessOf, can, serverAccess } from '../server-guard.ts';
@@ -20,18 +21,15 @@ export function serverRoutes(
   { serverQueries, activity, access }: Pick<Services, 'serverQueries' | 'activity' | 'access'>,
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  const security = [{ bearerAuth: [] }];
 
   typed.get(
     '/api/client',
     {
-      schema: {
-        tags: ['servers'],
-        summary: 'The servers the caller owns or is a subuser of (administrators: ?type=admin for all)',
-        security,
-        querystring: ServerListQuerySchema,
-        response: { 200: ServerListSchema },
-      },
+      schema: clientSchema(
+        'servers',
+        'The servers the caller owns or is a subuser of (administrators: ?type=admin for all)',
+        { querystring: ServerListQuerySchema, response: { 200: ServerListSchema } },
+      ),
     },
     async (request) => {
       const { user } = authenticatedContextOf(request).actor;
@@ -43,13 +41,11 @@ export function serverRoutes(
   typed.get(
     '/api/client/servers/:server',
     {
-      schema: {
-        tags: ['servers'],
-        summary: 'One server, with its status (watch it return to null after a restore)',
-        security,
-        params: ServerParamsSchema,
-        response: { 200: ServerResourceSchema },
-      },
+      schema: clientSchema(
+        'servers',
+        'One server, with its status (watch it return to null after a restore)',
+        { params: ServerParamsSchema, response: { 200: ServerResourceSchema } },
+      ),
       preValidation: serverAccess(access),
     },
     (request) => {
@@ -61,14 +57,11 @@ export function serverRoutes(
   typed.get(
     '/api/client/servers/:server/activity',
     {
-      schema: {
-        tags: ['activity'],
-        summary: "The server's activity feed (subusers need activity.read)",
-        security,
+      schema: clientSchema('activity', "The server's activity feed (subusers need activity.read)", {
         params: ServerParamsSchema,
         querystring: ActivityQuerySchema,
         response: { 200: ActivityListSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('activity.read')),
     },
     async (request) => {
@@ -82,12 +75,7 @@ export function serverRoutes(
   typed.get(
     '/api/client/account',
     {
-      schema: {
-        tags: ['account'],
-        summary: "The caller's account",
-        security,
-        response: { 200: AccountSchema },
-      },
+      schema: clientSchema('account', "The caller's account", { response: { 200: AccountSchema } }),
     },
     (request) => toAccount(authenticatedContextOf(request).actor.user),
   );

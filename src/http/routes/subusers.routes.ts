@@ -10,6 +10,7 @@ import {
 } from '../../servers/subuser.schema.ts';
 import { toSubuserResource } from '../../servers/subuser.transform.ts';
 import type { Services } from '../../services.ts';
+import { clientSchema, noContent } from '../client-route.ts';
 import { authenticatedContextOf } from '../request-context.ts';
 import { accessOf, can, notOwnEntry, serverAccess, subuserOf, subuserOfRequest } from '../server-guard.ts';
 
@@ -24,19 +25,15 @@ export function subuserRoutes(
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const subuser = subuserOf((serverId, reference) => subusers.find(serverId, reference));
-  const security = [{ bearerAuth: [] }];
-  const tags = ['subusers'];
+  const tag = 'subusers';
 
   typed.get(
     '/api/client/servers/:server/users',
     {
-      schema: {
-        tags,
-        summary: "The server's subusers (subusers need user.read)",
-        security,
+      schema: clientSchema(tag, "The server's subusers (subusers need user.read)", {
         params: ServerParamsSchema,
         response: { 200: SubuserListSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('user.read')),
     },
     async (request) => ({
@@ -48,14 +45,11 @@ export function subuserRoutes(
   typed.post(
     '/api/client/servers/:server/users',
     {
-      schema: {
-        tags,
-        summary: 'Add an existing user, by email, as a subuser (needs user.create)',
-        security,
+      schema: clientSchema(tag, 'Add an existing user, by email, as a subuser (needs user.create)', {
         params: ServerParamsSchema,
         body: CreateSubuserBodySchema,
         response: { 200: SubuserResourceSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('user.create')),
     },
     async (request) =>
@@ -67,13 +61,10 @@ export function subuserRoutes(
   typed.get(
     '/api/client/servers/:server/users/:user',
     {
-      schema: {
-        tags,
-        summary: 'One subuser, by their user UUID (needs user.read)',
-        security,
+      schema: clientSchema(tag, 'One subuser, by their user UUID (needs user.read)', {
         params: SubuserParamsSchema,
         response: { 200: SubuserResourceSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('user.read'), subuser),
     },
     (request) => toSubuserResource(subuserOfRequest(request)),
@@ -82,14 +73,11 @@ export function subuserRoutes(
   typed.post(
     '/api/client/servers/:server/users/:user',
     {
-      schema: {
-        tags,
-        summary: "Replace a subuser's permissions (needs user.update; not one's own entry)",
-        security,
+      schema: clientSchema(tag, "Replace a subuser's permissions (needs user.update; not one's own entry)", {
         params: SubuserParamsSchema,
         body: UpdateSubuserBodySchema,
         response: { 200: SubuserResourceSchema },
-      },
+      }),
       preValidation: serverAccess(access, can('user.update'), subuser, notOwnEntry),
     },
     async (request) =>
@@ -106,18 +94,13 @@ export function subuserRoutes(
   typed.delete(
     '/api/client/servers/:server/users/:user',
     {
-      schema: {
-        tags,
-        summary: "Remove a subuser from the server (needs user.delete; not one's own entry)",
-        security,
+      schema: clientSchema(tag, "Remove a subuser from the server (needs user.delete; not one's own entry)", {
         params: SubuserParamsSchema,
         response: { 204: { type: 'null', description: 'The subuser is removed.' } },
-      },
+      }),
       preValidation: serverAccess(access, can('user.delete'), subuser, notOwnEntry),
     },
-    async (request, reply) => {
-      await subusers.delete(authenticatedContextOf(request), subuserOfRequest(request));
-      return reply.code(204).send();
-    },
+    (request, reply) =>
+      noContent(reply, subusers.delete(authenticatedContextOf(request), subuserOfRequest(request))),
   );
 }

@@ -8,6 +8,7 @@
  * called: `fromStore` marks them there, with a plain string field that survives the copy across a
  * worker thread's boundary. The AWS SDK's own errors carry `$metadata` and are recognised anywhere.
  */
+import { translatingErrors } from '../../shared/errors.ts';
 
 /** Socket and DNS failures, as Node and the SDK's HTTP handler raise them. */
 const NETWORK_CODES = new Set([
@@ -86,10 +87,6 @@ export function markFromStore(error: unknown): unknown {
 }
 
 /** Runs a call to the store, marking its passing failures as the store's (see `markFromStore`). */
-export async function fromStore<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw markFromStore(error);
-  }
+export function fromStore<T>(call: () => Promise<T>): Promise<T> {
+  return translatingErrors(call, markFromStore);
 }

@@ -300,7 +300,7 @@ async function mergeLiveVolume(
   try {
     const staged = await DirectoryRoot.open(staging);
     try {
-      await mergeDirectory(live, staged, '', budget, skipped);
+      await new LiveMerge(staged, budget).directory(live, '', skipped);
     } finally {
       await staged.close();
     }
@@ -310,95 +310,77 @@ async function mergeLiveVolume(
 }
 
 /**
- * Adds to staging, under `prefix`, every entry of `live` that the backup does not have. Staged
+ * Adds to staging what the live volume has and the backup does not, charged to `budget`. Staged
  * paths are reached through `staged` (they may be longer than one system call accepts).
  */
-async function mergeDirectory(
-  live: VolumeDir,
-  staged: DirectoryRoot,
-  prefix: string,
-  budget: MergeBudget,
-  skipped: ReadonlySet<string> = new Set(),
-): Promise<void> {
-  for await (const entry of live.entries()) {
-    if (!skipped.has(entry.name)) await mergeEntry(live, entry.name, staged, prefix + entry.name, budget);
-  }
-}
+class LiveMerge {
+  constructor(
+    private readonly staged: DirectoryRoot,
+    private readonly budget: MergeBudget,
+  ) {}
 
-async function mergeEntry(
-  live: VolumeDir,
-  name: string,
-  staged: DirectoryRoot,
-  rel: string,
-  budget: MergeBudget,
-): Promise<void> {
-  const source = live.child(name);
-  const stats = ignoreGone(() => lstatSync(source));
-  if (stats === null) return; // removed while we walked
-  const existing = await atStaged(staged, rel, (target) => ignoreGone(() => lstatSync(target)));
-  if (existing !== null) {
-    // The backup has this path, so the backup's version wins, whatever either kind is. Only two
-    // real directories are merged further down.
-    if (existing.isDirectory() && stats.isDirectory())
-      await mergeIntoStaged(live, name, staged, rel, existing, budget);
-    return;
+  /** Adds to staging, under `prefix`, every entry of `live` that the backup does not have. */
+  async directory(live: VolumeDir, prefix: string, skipped: ReadonlySet<string> = new Set()): Promise<void> {
+    for await (const entry of live.entries()) {
+      if (!skipped.has(entry.name)) await this.entry(live, entry.name, prefix + entry.name);
+    }
   }
-  if (stats.isDirectory()) {
-    await copyDirectory(live, name, staged, rel, budget);
-  } else if (stats.isFile()) {
-    budget.charge(stats.size + ENTRY_COST, rel);
-    // Same filesystem: shares the inode, copies nothing.
-    await atStaged(staged, rel, (target) => ignoreGone(() => linkSync(source, target)));
-  } else if (stats.isSymbolicLink()) {
-    budget.charge(ENTRY_COST, rel);
-    const linkText = ignoreGone(() => readlinkSync(source));
-    // The user's link, recreated as is, never followed.
-    if (linkText !== null) await atStaged(staged, rel, (target) => symlinkSync(linkText, target));
+
+  private async entry(live: VolumeDir, name: string, rel: string): Promise<void> {
+    const source = live.child(name);
+    const stats = ignoreGone(() => lstatSync(source));
+    if (stats === null) return; // removed while we walked
+    const existing = await this.atStaged(rel, (target) => ignoreGone(() => lstatSync(target)));
+    if (existing !== null) {
+      // The backup has this path, so the backup's version wins, whatever either kind is. Only two
+      // real directories are merged further down.
+      if (existing.isDirectory() && stats.isDirectory()) await this.intoStaged(live, name, rel, existing);
+      return;
+    }
+    if (stats.isDirectory()) {
+      await this.copyDirectory(live, name, rel);
+    } else if (stats.isFile()) {
+      this.budget.charge(stats.size + ENTRY_COST, rel);
+      // Same filesystem: shares the inode, copies nothing.
+      await this.atStaged(rel, (target) => ignoreGone(() => linkSync(source, target)));
+    } else if (stats.isSymbolicLink()) {
+      this.budget.charge(ENTRY_COST, rel);
+      const linkText = ignoreGone(() => readlinkSync(source));
+      // The user's link, recreated as is, never followed.
+      if (linkText !== null) await this.atStaged(rel, (target) => symlinkSync(linkText, target));
+    }
+    // Sockets, FIFOs and devices are not carried over.
   }
-  // Sockets, FIFOs and devices are not carried over.
-}
 
-async function mergeIntoStaged(
-  live: VolumeDir,
-  name: string,
-  staged: DirectoryRoot,
-  rel: string,
-  existing: Stats,
-  budget: MergeBudget,
-): Promise<void> {
-  const merged = await inSubdirectory(live, name, (dir) => mergeDirectory(dir, staged, `${rel}/`, budget));
-  // Adding entries changed the backup's mtime.
-  if (merged) await atStaged(staged, rel, (target) => utimesSync(target, existing.atime, existing.mtime));
-}
+  private async intoStaged(live: VolumeDir, name: string, rel: string, existing: Stats): Promise<void> {
+    const merged = await inSubdirectory(live, name, (dir) => this.directory(dir, `${rel}/`));
+    // Adding entries changed the backup's mtime.
+    if (merged) await this.atStaged(rel, (target) => utimesSync(target, existing.atime, existing.mtime));
+  }
 
-async function copyDirectory(
-  live: VolumeDir,
-  name: string,
-  staged: DirectoryRoot,
-  rel: string,
-  budget: MergeBudget,
-): Promise<void> {
-  await inSubdirectory(live, name, async (dir) => {
-    budget.charge(ENTRY_COST, rel);
-    await atStaged(staged, rel, (target) => mkdirSync(target, { mode: 0o700 }));
-    await mergeDirectory(dir, staged, `${rel}/`, budget);
-    const stats = await dir.stat();
-    await atStaged(staged, rel, (target) => {
-      chmodSync(target, stats.mode & 0o7777);
-      utimesSync(target, stats.atime, stats.mtime);
+  private async copyDirectory(live: VolumeDir, name: string, rel: string): Promise<void> {
+    await inSubdirectory(live, name, async (dir) => {
+      this.budget.charge(ENTRY_COST, rel);
+      await this.atStaged(rel, (target) => mkdirSync(target, { mode: 0o700 }));
+      await this.directory(dir, `${rel}/`);
+      const stats = await dir.stat();
+      await this.atStaged(rel, (target) => {
+        chmodSync(target, stats.mode & 0o7777);
+        utimesSync(target, stats.atime, stats.mtime);
+      });
     });
-  });
-}
+  }
 
-/**
- * Runs the synchronous `use` on a staged path: staging runs in a worker thread of its own
- * (stageRestoreInThread), where a synchronous call holds up only that thread and spares a round
- * trip through libuv's pool. A path too long for one call is reached through `at`.
- */
-async function atStaged<T>(staged: DirectoryRoot, rel: string, use: (target: string) => T): Promise<T> {
-  const target = staged.direct(rel);
-  if (target !== null) return use(target);
-  return staged.at(rel, (longTarget) => Promise.resolve().then(() => use(longTarget)));
+  /**
+   * Runs the synchronous `use` on a staged path: staging runs in a worker thread of its own
+   * (stageRestoreInThread), where a synchronous call holds up only that thread and spares a round
+   * trip through libuv's pool. A path too long for one call is reached through `at`.
+   */
+  private async atStaged<T>(rel: string, use: (target: string) => T): Promise<T> {
+    const target = this.staged.direct(rel);
+    if (target !== null) return use(target);
+    return this.staged.at(rel, (longTarget) => Promise.resolve().then(() => use(longTarget)));
+  }
 }
 
 /**
