@@ -6,7 +6,7 @@
 import { lstat, mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { removeTree, syncDirectory } from '../directory-root.ts';
-import type { RecoveryOutcome, RestorePaths } from './restore-files.ts';
+import type { RecoveryOutcome, RestorePaths } from './restore-paths.ts';
 import { isGone } from '../volume-dir.ts';
 
 /** The names the in-place directories have in the volume: never the user's entries. */
