@@ -62,6 +62,8 @@ const BAD_CREDENTIALS = 'No account matching those credentials could be found.';
 const CHECKPOINT_EXPIRED =
   'The authentication token provided has expired, please refresh the page and try again.';
 const CODE_INVALID = 'The two-factor authentication token was invalid.';
+/** Said only of a code right for the account: its step was taken by an earlier login. */
+const CODE_USED = 'This two-factor authentication code was already used; wait for the next one.';
 const RECOVERY_TOKEN_INVALID = 'The recovery token provided is not valid.';
 
 /**
@@ -180,12 +182,15 @@ export class SessionService {
       recoveryToken !== undefined
         ? { recoveryToken }
         : { code: typeof code === 'number' ? String(code).padStart(6, '0') : String(code) };
-    const refusal = recoveryToken !== undefined ? RECOVERY_TOKEN_INVALID : CODE_INVALID;
     const factor = await this.deps.twoFactor.check(row, proof, now);
-    if (factor === null) {
+    if (factor === 'invalid' || factor === 'used') {
       await this.recordFailure(context, row);
-      throw new DisplayError(refusal);
+      throw new DisplayError(
+        recoveryToken !== undefined ? RECOVERY_TOKEN_INVALID : factor === 'used' ? CODE_USED : CODE_INVALID,
+      );
     }
+    // A right code whose step another login takes meanwhile was used, by that login.
+    const refusal = factor.kind === 'recovery' ? RECOVERY_TOKEN_INVALID : CODE_USED;
     let result: CompletedLogin;
     try {
       result = await this.startSession(context, toUser(row), { checkpointId: id, factor, refusal });

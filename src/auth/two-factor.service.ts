@@ -38,6 +38,12 @@ export interface TwoFactorSetup {
 /** What proved a login's second factor: a TOTP code (its step), or one recovery token. */
 export type SecondFactor = { kind: 'totp'; step: number } | { kind: 'recovery'; tokenId: number };
 
+/**
+ * What a login's second factor came to: what it proves; or `invalid`, nothing; or `used`, a TOTP
+ * code right for the account whose step was already taken (that code, or a later one, was used).
+ */
+export type SecondFactorCheck = SecondFactor | 'invalid' | 'used';
+
 export interface TwoFactorServiceDeps {
   users: UserRepository;
   recoveryTokens: RecoveryTokenRepository;
@@ -167,25 +173,29 @@ export class TwoFactorService {
 
   /**
    * What a login's second factor proves, if anything: a TOTP code of the user's secret (the
-   * current step or one either side), or one of their recovery tokens. Nothing is used up here:
-   * `consume` does that, in the transaction that starts the session.
+   * current step or one either side), or one of their recovery tokens. A code of a step already
+   * taken is `used`, and only once it is known to be right for the account: a wrong code is
+   * `invalid` whatever was used before. Nothing is used up here: `consume` does that, in the
+   * transaction that starts the session.
    */
   async check(
     row: UserRow,
     proof: { code: string } | { recoveryToken: string },
     time: Date,
-  ): Promise<SecondFactor | null> {
-    if (row.totp_enabled_at === null || row.totp_secret === null) return null;
+  ): Promise<SecondFactorCheck> {
+    if (row.totp_enabled_at === null || row.totp_secret === null) return 'invalid';
     if ('code' in proof) {
       const secret = this.deps.secrets.open(row.totp_secret, row.id);
       const step = secret === null ? null : matchTotp(secret, proof.code, time);
-      return step === null ? null : { kind: 'totp', step };
+      if (step === null) return 'invalid';
+      const last = row.totp_last_step;
+      return last !== null && step <= last ? 'used' : { kind: 'totp', step };
     }
     const given = proof.recoveryToken.trim();
     const tokens = await this.deps.recoveryTokens.listForUser(row.id);
     const matches = await Promise.all(tokens.map((token) => verifyPassword(given, token.token_hash)));
     const index = matches.indexOf(true);
-    return index < 0 ? null : { kind: 'recovery', tokenId: tokens[index]!.id };
+    return index < 0 ? 'invalid' : { kind: 'recovery', tokenId: tokens[index]!.id };
   }
 
   /**

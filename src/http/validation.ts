@@ -109,6 +109,9 @@ function describe(error: ErrorObject, field: string): { rule: string; message: s
       case 'maximum':
         return ['max', `The ${field} field must not be greater than ${String(limit)}.`];
       case 'minLength':
+        // An empty value where one character is the least: said as Laravel says of a missing one
+        // (the rule stays `min`, as clients read it).
+        if (limit === 1) return ['min', `The ${field} field is required.`];
         return ['min', `The ${field} field must be at least ${String(limit)} characters.`];
       case 'maxLength':
         return ['max', `The ${field} field must not be greater than ${String(limit)} characters.`];

@@ -27,6 +27,7 @@ const ALREADY_ENABLED = 'Two-factor authentication is already enabled on this ac
 const PASSWORD_NOT_VALID = 'The password provided was not valid.';
 const TOKEN_NOT_VALID = 'The provided two-factor authentication token was not valid.';
 const CODE_INVALID = 'The two-factor authentication token was invalid.';
+const CODE_USED = 'This two-factor authentication code was already used; wait for the next one.';
 const RECOVERY_INVALID = 'The recovery token provided is not valid.';
 const EXPIRED = 'The authentication token provided has expired, please refresh the page and try again.';
 
@@ -444,7 +445,7 @@ describe('logging in with 2FA', () => {
     const before = await accountState(app, user.id);
     for (const reused of [code, codeAt(secret, time, -1)]) {
       const res = await checkpoint({ confirmation_token: confirmation, authentication_code: reused });
-      expectError(res, 400, 'DisplayException', CODE_INVALID);
+      expectError(res, 400, 'DisplayException', CODE_USED);
     }
     const after = await accountState(app, user.id);
     expect({ ...after, events: after.events.filter((e) => e !== 'auth:fail') }).toEqual(before);
@@ -464,7 +465,7 @@ describe('logging in with 2FA', () => {
       confirmation_token: await confirmationToken(user.username),
       authentication_code: codeAt(secret, time),
     });
-    expectError(res, 400, 'DisplayException', CODE_INVALID);
+    expectError(res, 400, 'DisplayException', CODE_USED);
   });
 
   it('completes with a recovery token, which works once', async () => {

@@ -218,4 +218,76 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
     checkPage(problems);
     await context.close();
   });
+
+  it('says a code already used is used, a wrong one wrong, and asks for the password before sending', async () => {
+    await createUser(panel.server.app, { username: 'uma', password: PASSWORD });
+    const { context, page, problems } = await panel.open();
+    const posts: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST') posts.push(new URL(request.url()).pathname);
+    });
+    await logIn(page, 'uma', PASSWORD, '/account');
+    const section = page.locator('section', {
+      has: page.getByRole('heading', { name: 'Two-factor authentication' }),
+    });
+    await section.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+    const key = base32Decode((await section.locator('[data-secret]').textContent()) ?? '');
+    expect(key).not.toBeNull();
+
+    // Nothing typed: the panel asks for both, and sends nothing.
+    await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
+    await section.getByText('Enter the code from your authenticator app.').waitFor();
+    await section.getByText('Enter your password.').waitFor();
+    // The code alone: the password is still asked for.
+    await section.getByLabel('Authentication code').fill(totpCode(key!, new Date(Date.now() - 30_000)));
+    await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
+    await section.getByText('Enter your password.').waitFor();
+    expect(await section.getByText('Enter the code from your authenticator app.').count()).toBe(0);
+    expect(posts.filter((p) => p === '/api/client/account/two-factor')).toEqual([]);
+    await section.getByLabel('Password').fill(PASSWORD);
+    await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
+    const tokens = section.getByRole('region', { name: 'Your recovery tokens' }).getByRole('listitem');
+    await tokens.first().waitFor();
+    const recovery = await tokens.allTextContents();
+    await section.getByRole('button', { name: 'I have saved them' }).click();
+
+    // A code logs in once; the same code again is said to be used, not wrong.
+    const code = totpCode(key!, new Date());
+    const checkpoint = async (value: string) => {
+      await page.getByLabel('Authentication code').fill(value);
+      await page.getByRole('button', { name: 'Continue' }).click();
+    };
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await submitLogin(page, 'uma', PASSWORD);
+    await checkpoint(code);
+    await page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await submitLogin(page, 'uma', PASSWORD);
+    await checkpoint(code);
+    const alert = page.getByRole('alert');
+    await alert.filter({ hasText: 'already used' }).waitFor();
+    expect(await alert.textContent()).toBe(
+      'That code was already used. Wait for the next one from your authenticator app.',
+    );
+    // A wrong code is still wrong, in the words it always had.
+    await checkpoint(String((Number(code) + 1) % 1_000_000).padStart(6, '0'));
+    await alert.filter({ hasText: 'That code is not valid.' }).waitFor();
+    expect(await alert.textContent()).toBe('That code is not valid. Enter the current one.');
+
+    // In with a recovery token; turning 2FA off asks for the password before sending too.
+    await page.getByRole('button', { name: 'Use a recovery token instead' }).click();
+    await page.getByLabel('Recovery token').fill(recovery[0]!);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    await page.goto('/account');
+    await section.getByRole('button', { name: 'Turn off two-factor authentication' }).click();
+    await section.getByText('Enter your password.').waitFor();
+    expect(posts.filter((p) => p === '/api/client/account/two-factor/disable')).toEqual([]);
+    await section.getByLabel('Password').fill(PASSWORD);
+    await section.getByRole('button', { name: 'Turn off two-factor authentication' }).click();
+    await section.getByRole('button', { name: 'Set up two-factor authentication' }).waitFor();
+    expect(posts.filter((p) => p === '/api/client/account/two-factor/disable')).toHaveLength(1);
+    checkPage(problems);
+    await context.close();
+  });
 });

@@ -176,11 +176,17 @@ function RecoveryTokensShown({ tokens, onDone }: { tokens: string[]; onDone: () 
   );
 }
 
+const ENTER_PASSWORD = 'Enter your password.';
+
+/** What a form's required fields lack, by field: checked before anything is sent. */
+type Missing = Partial<Record<string, string>>;
+
 function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void }) {
   const client = useQueryClient();
   const [setup, setSetup] = useState<TwoFactorSetup['data'] | null>(null);
   const [code, setCode] = useState('');
   const [password, setPassword] = useState('');
+  const [missing, setMissing] = useState<Missing>({});
   const start = useMutation({
     mutationFn: () => api<TwoFactorSetup>('/api/client/account/two-factor'),
     onSuccess: (response) => setSetup(response.data),
@@ -212,7 +218,12 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
     <form
       onSubmit={(event) => {
         event.preventDefault();
-        enable.mutate();
+        const lacking: Missing = {};
+        if (code.trim() === '') lacking.code = 'Enter the code from your authenticator app.';
+        if (password === '') lacking.password = ENTER_PASSWORD;
+        setMissing(lacking);
+        if (Object.keys(lacking).length > 0) enable.reset();
+        else enable.mutate();
       }}
       noValidate
     >
@@ -240,7 +251,7 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
           <p>Then enter the code the app shows, and your password:</p>
           <TextField
             label="Authentication code"
-            error={fieldError(enable.error, 'code')}
+            error={missing.code ?? fieldError(enable.error, 'code')}
             name="code"
             inputMode="numeric"
             autoComplete="one-time-code"
@@ -253,7 +264,7 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
             autoComplete="current-password"
             value={password}
             onChange={setPassword}
-            error={fieldError(enable.error, 'password')}
+            error={missing.password ?? fieldError(enable.error, 'password')}
           />
         </li>
       </ol>
@@ -274,6 +285,7 @@ function DisableTwoFactor() {
   const client = useQueryClient();
   const notify = useNotify();
   const [password, setPassword] = useState('');
+  const [missing, setMissing] = useState<Missing>({});
   const disable = useMutation({
     mutationFn: () => api('/api/client/account/two-factor/disable', { method: 'POST', body: { password } }),
     onSuccess: () => {
@@ -287,7 +299,10 @@ function DisableTwoFactor() {
     <form
       onSubmit={(event) => {
         event.preventDefault();
-        disable.mutate();
+        const lacking: Missing = password === '' ? { password: ENTER_PASSWORD } : {};
+        setMissing(lacking);
+        if (lacking.password !== undefined) disable.reset();
+        else disable.mutate();
       }}
       noValidate
     >
@@ -298,7 +313,7 @@ function DisableTwoFactor() {
         autoComplete="current-password"
         value={password}
         onChange={setPassword}
-        error={fieldError(disable.error, 'password')}
+        error={missing.password ?? fieldError(disable.error, 'password')}
         hint="To turn it off, confirm your password."
       />
       <FormError message={error} />

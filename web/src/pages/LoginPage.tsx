@@ -92,6 +92,14 @@ export function LoginPage() {
         setCheckpoint(null);
         setCode('');
         setError('That took too long. Log in again.');
+      } else if (
+        failure instanceof ApiError &&
+        failure.status === 400 &&
+        /already used/i.test(failure.message)
+      ) {
+        // The right code, but a login took it already: only the next one will do.
+        setCode('');
+        setError('That code was already used. Wait for the next one from your authenticator app.');
       } else if (failure instanceof ApiError && (failure.status === 400 || failure.status === 422))
         setError(
           useRecovery
