@@ -19,6 +19,7 @@ import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
 import { healthRoutes, installRequestMetrics, metricsRoute } from './http/routes/health.routes.ts';
 import { panelRoutes } from './http/panel.ts';
+import { OneLineRequestLog } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Runtime } from './runtime.ts';
 import type { Services } from './services.ts';
@@ -40,6 +41,8 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
   const loggerInstance: FastifyBaseLogger = logger;
   const http = Fastify({
     loggerInstance,
+    // One line per request, when its response is finished.
+    logController: new OneLineRequestLog(),
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
     trustProxy:
       typeof config.trustProxy === 'number'

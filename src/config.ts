@@ -31,6 +31,8 @@ export interface Config {
   /** Passed to Fastify's `trustProxy`: false, true, a hop count, or a list of addresses/CIDRs. */
   readonly trustProxy: boolean | number | string[];
   readonly logLevel: string;
+  /** How log lines are written (AERIE_LOG_FORMAT): JSON, pretty, or pretty on a terminal only. */
+  readonly logFormat: 'auto' | 'json' | 'pretty';
   readonly bodyLimitBytes: number;
   readonly sessionTtlSeconds: number;
   /** Failed logins allowed per address in 15 minutes; 0 turns the login throttle off. */
@@ -332,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     redisTimeoutMs: integer(env, 'AERIE_REDIS_TIMEOUT_MS'),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel,
+    logFormat: choice(env, 'AERIE_LOG_FORMAT'),
     bodyLimitBytes: integer(env, 'AERIE_BODY_LIMIT_BYTES'),
     sessionTtlSeconds: integer(env, 'AERIE_SESSION_TTL_SECONDS'),
     loginAttemptsPer15Minutes: integer(env, 'AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES'),

@@ -53,7 +53,7 @@ export function redactSecrets(text: string): string {
  * The options of every logger: credentials never reach a log line. The Authorization, Cookie and
  * Set-Cookie headers are censored wherever a logged object holds them; and each line, as written,
  * loses the values of secret query parameters wherever they appear: the URL of a request
- * (Fastify logs `req.url` with each request, `?token=…` of a signed download included), a
+ * (logged with each request, `?token=…` of a signed download included), a
  * message, an error's message or stack.
  */
 export function loggerOptions(level: string): LoggerOptions {
@@ -70,15 +70,41 @@ export function loggerOptions(level: string): LoggerOptions {
   };
 }
 
-/** JSON lines for machines; pretty lines when a person watches the terminal the logs go to. */
-export function createLogger(level: string, to: LogDestination = 'stdout'): Logger {
+/**
+ * How log lines are written (AERIE_LOG_FORMAT): `json`, one JSON object a line; `pretty`, one
+ * short readable line each (an error's stack still spans several); `auto`, pretty when the
+ * destination is a terminal and JSON otherwise.
+ */
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/**
+ * The keys a pretty line leaves out: the process and the request ID (in every JSON line), and the
+ * fields of the request line (see src/http/request-log.ts), whose message already says them.
+ */
+const PRETTY_IGNORED = ['pid', 'hostname', 'reqId', 'method', 'url', 'statusCode', 'responseTime'];
+
+/** JSON lines for machines; short pretty lines when asked for, or when a person watches the terminal. */
+export function createLogger(
+  level: string,
+  to: LogDestination = 'stdout',
+  format: LogFormat = 'auto',
+): Logger {
   const fd = to === 'stdout' ? 1 : 2;
   const options = loggerOptions(level);
   if (level === 'silent') return pino(options);
-  if ((to === 'stdout' ? process.stdout : process.stderr).isTTY) {
+  const terminal = (to === 'stdout' ? process.stdout : process.stderr).isTTY === true;
+  if (format === 'pretty' || (format === 'auto' && terminal)) {
     return pino({
       ...options,
-      transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss', destination: fd } },
+      transport: {
+        target: 'pino-pretty',
+        options: {
+          translateTime: 'SYS:HH:MM:ss',
+          singleLine: true,
+          ignore: PRETTY_IGNORED.join(','),
+          destination: fd,
+        },
+      },
     });
   }
   return to === 'stdout' ? pino(options) : pino(options, pino.destination(fd));

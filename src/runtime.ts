@@ -41,7 +41,7 @@ export interface Runtime {
 
 /** Creates the logger, connects, migrates, picks the counter store and builds the services. */
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
-  const logger = createLogger(config.logLevel, options.logTo);
+  const logger = createLogger(config.logLevel, options.logTo, config.logFormat);
   const db = connect(config.database);
   let counters: CounterStore | undefined;
   let services: Services | undefined;

@@ -23,6 +23,12 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('writes logs as JSON, or pretty on a terminal, unless AERIE_LOG_FORMAT says which', () => {
+    expect(loadConfig({}).logFormat).toBe('auto');
+    expect(loadConfig({ AERIE_LOG_FORMAT: ' JSON ' }).logFormat).toBe('json');
+    expect(loadConfig({ AERIE_LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+  });
+
   it('reads each kind of DATABASE_URL', () => {
     expect(loadConfig({ DATABASE_URL: 'sqlite:./x.db' }, '/a').database.sqlitePath).toBe(
       path.resolve('/a', 'x.db'),
@@ -80,6 +86,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'oracle://x'],
     ['DATABASE_URL', 'sqlite:'],
     ['LOG_LEVEL', 'loud'],
+    ['AERIE_LOG_FORMAT', 'fancy'],
     ['AERIE_LOGIN_ATTEMPTS_PER_15_MINUTES', '-1'],
     ['AERIE_LOGIN_ACCOUNT_ATTEMPTS_PER_HOUR', 'lots'],
     ['AERIE_JOB_LEASE_SECONDS', '0'],

@@ -137,7 +137,12 @@ const Http = Type.Object(
 const Logs = Type.Object(
   {
     LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', {
-      description: 'How much is logged (`silent`: nothing). Logs are JSON lines, pretty on a terminal.',
+      description:
+        'How much is logged (`silent`: nothing). At `info`, each request is one line: method, URL (secret query values replaced by `[REDACTED]`), status and time taken.',
+    }),
+    AERIE_LOG_FORMAT: choice(['auto', 'json', 'pretty'], 'auto', {
+      description:
+        '`json`: one JSON object a line, for a log collector; `pretty`: one short readable line each; `auto`: pretty when the logs go to a terminal, JSON otherwise (a service manager, a container).',
     }),
   },
   { title: 'Logs' },

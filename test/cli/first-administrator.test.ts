@@ -4,7 +4,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bootstrapAdministrator, CREDENTIALS_FILE } from '../../src/cli/bootstrap.ts';
+import type { Command } from 'commander';
+import { bootstrapAdministrator, CREDENTIALS_FILE, panelUrl } from '../../src/cli/bootstrap.ts';
+import { aerieProgram } from '../../src/cli/program.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connect } from '../../src/db/connection.ts';
 import { aerieArgv, ROOT } from '../support/aerie-process.ts';
@@ -57,6 +59,46 @@ function credentialsIn(text: string): { password: string; token: string } {
   return { password, token };
 }
 
+/**
+ * The block names the panel, the email, and how to change them: the Account and API keys pages
+ * of that panel, and `aerie` commands that exist, with options they take.
+ */
+function expectBlockNamingPanelAndChanges(text: string, panel: string): void {
+  expect(text).toContain(`  panel:    ${panel}\n`);
+  expect(text).toContain('  username: admin\n');
+  expect(text).toContain('  email:    admin@example.com\n');
+  expect(text).toContain(`Account: ${panel}account\n`);
+  expect(text).toContain(`The API keys page (${panel}account/api-keys) deletes this key`);
+  const commands = [...text.matchAll(/^ *aerie (\S+) (\S+)((?: --[a-z-]+(?: [A-Z]+)?)*)$/gm)];
+  expect(commands.map((c) => `${c[1]} ${c[2]}`)).toEqual(['user create', 'key create']);
+  const program = aerieProgram();
+  for (const [, group, name, options] of commands) {
+    const command = program.commands
+      .find((c: Command) => c.name() === group)
+      ?.commands.find((c: Command) => c.name() === name);
+    expect(command, `aerie ${group} ${name}`).toBeDefined();
+    for (const option of options?.match(/--[a-z-]+/g) ?? [])
+      expect(
+        command?.options.map((o) => o.long),
+        `aerie ${group} ${name} ${option}`,
+      ).toContain(option);
+  }
+}
+
+describe('the panel address shown with the first administrator', () => {
+  it.each([
+    [null, '127.0.0.1', 8080, 'http://127.0.0.1:8080/'],
+    [null, '0.0.0.0', 8080, 'http://localhost:8080/'],
+    [null, '::', 3000, 'http://localhost:3000/'],
+    [null, '::1', 3000, 'http://[::1]:3000/'],
+    [null, 'aerie.internal', 80, 'http://aerie.internal:80/'],
+    ['https://panel.example.com', '0.0.0.0', 8080, 'https://panel.example.com/'],
+    ['https://example.com/aerie', '127.0.0.1', 8080, 'https://example.com/aerie/'],
+  ])('AERIE_PUBLIC_URL %s, listening on %s port %s: %s', (publicUrl, host, port, expected) => {
+    expect(panelUrl(publicUrl, host, port)).toBe(expected);
+  });
+});
+
 describe('the first administrator', () => {
   it('goes to a 0600 file, not to stdout, when stdout is not a terminal (a real `aerie serve`)', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aerie-first-admin-'));
@@ -98,6 +140,8 @@ describe('the first administrator', () => {
     expect(stdout).not.toContain(token);
     expect(stderr).not.toContain(password);
     expect(stdout).toContain(`Its username, password and API key are in ${file}`);
+    expect(stdout).toContain(`The panel is at ${base}/\n`);
+    expectBlockNamingPanelAndChanges(fs.readFileSync(file, 'utf8'), `${base}/`);
 
     // They work.
     const login = await fetch(`${base}/auth/login`, {
@@ -222,11 +266,13 @@ describe('the first administrator', () => {
       let printed = '';
       const created = await bootstrapAdministrator(app.services, {
         dataDir: app.dataDir,
+        panelUrl: 'https://panel.example.com/',
         out: { isTTY: true, write: (text: string) => (printed += text) },
       });
       expect(created).toBe(true);
       const { password } = credentialsIn(printed);
       expect(printed).toContain('Aerie created its first administrator. This is shown once');
+      expectBlockNamingPanelAndChanges(printed, 'https://panel.example.com/');
       expect(fs.existsSync(path.join(app.dataDir, CREDENTIALS_FILE))).toBe(false);
       const login = await app.http.inject({
         method: 'POST',
@@ -236,7 +282,11 @@ describe('the first administrator', () => {
       expect(login.statusCode).toBe(200);
       // Only once.
       expect(
-        await bootstrapAdministrator(app.services, { dataDir: app.dataDir, out: { write: () => true } }),
+        await bootstrapAdministrator(app.services, {
+          dataDir: app.dataDir,
+          panelUrl: 'https://panel.example.com/',
+          out: { write: () => true },
+        }),
       ).toBe(false);
     });
 
@@ -248,6 +298,7 @@ describe('the first administrator', () => {
       await expect(
         bootstrapAdministrator(app.services, {
           dataDir: blocked,
+          panelUrl: 'https://panel.example.com/',
           out: { write: (text: string) => (printed += text) },
         }),
       ).rejects.toThrow();

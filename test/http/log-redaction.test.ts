@@ -10,7 +10,7 @@ import { loggerOptions, redactSecrets } from '../../src/logger.ts';
 import { sessionCookieOf } from '../support/session-cookie.ts';
 import { spawnAerie } from '../support/aerie-process.ts';
 import { backupOf, tempDir } from '../support/archives.ts';
-import { freePort, untilListening } from '../support/wait.ts';
+import { freePort, until, untilListening } from '../support/wait.ts';
 import {
   bearer,
   createApiKey,
@@ -121,6 +121,52 @@ describe('the request log of the HTTP app', () => {
   });
 });
 
+describe('the request log line', () => {
+  const lines: string[] = [];
+  let app: TestApp;
+  beforeAll(async () => {
+    const stream = new PassThrough();
+    stream.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n')));
+    app = await startTestApp({ logger: pino(loggerOptions('info'), stream) });
+  });
+  afterAll(async () => app?.close());
+
+  it('is one info line per request: method, URL (query redacted), status and time', async () => {
+    const user = await createUser(app);
+    const { token } = await createApiKey(app, user);
+    const secret = 'a-query-secret-of-some-length';
+    const res = await app.http.inject({
+      method: 'GET',
+      url: `/api/client/account?page=2&token=${secret}`,
+      headers: bearer(token),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const requestId = String(res.headers['x-request-id']);
+    // The stream gets the line when the response is finished, which inject may return before.
+    const ofRequest = () =>
+      lines
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((entry) => entry.reqId === requestId);
+    await until(() => ofRequest().length > 0, { timeoutMs: 5000, what: 'the request line' });
+    // Time for a second line, were there one.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const entries = ofRequest();
+    expect(entries).toHaveLength(1);
+    const [entry] = entries;
+    expect(entry).toMatchObject({
+      level: 30,
+      method: 'GET',
+      url: '/api/client/account?page=2&token=[REDACTED]',
+      statusCode: 200,
+    });
+    expect(entry?.responseTime).toEqual(expect.any(Number));
+    expect(entry?.msg).toMatch(/^GET \/api\/client\/account\?page=2&token=\[REDACTED\] 200 \d+\.\d ms$/);
+    expect(lines.join('\n')).not.toContain(secret);
+  });
+});
+
 describe('the log of `aerie serve`', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -143,6 +189,13 @@ describe('the log of `aerie serve`', () => {
       const download = await fetch(url);
       expect(download.status).toBe(200);
       await download.arrayBuffer();
+      // A request's line is written once its response has finished, which may be a moment after
+      // the client has the last byte.
+      await until(() => aerie.output().includes(`"url":"${url.pathname}?`), {
+        timeoutMs: 10_000,
+        what: "the download's log line",
+        context: () => aerie.output(),
+      });
       const log = aerie.output();
       expect(log).toContain('token=[REDACTED]');
       expectAbsent(log, {

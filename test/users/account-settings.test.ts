@@ -326,6 +326,7 @@ describe('PUT /api/client/account/password', () => {
       let printed = '';
       await bootstrapAdministrator(fresh.services, {
         dataDir: fresh.dataDir,
+        panelUrl: 'http://localhost:8080/',
         out: { isTTY: true, write: (text: string) => (printed += text) },
       });
       const password = /password: (\S+)/.exec(printed)?.[1] ?? '';

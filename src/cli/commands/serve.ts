@@ -3,7 +3,7 @@ import type { App } from '../../app.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { openRuntime } from '../../runtime.ts';
 import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
-import { bootstrapAdministrator } from '../bootstrap.ts';
+import { bootstrapAdministrator, panelUrl } from '../bootstrap.ts';
 import { positiveInteger } from '../output.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';
 
@@ -47,7 +47,11 @@ async function serve(options: ServeOptions): Promise<void> {
     // The HTTP layer is loaded by the command that serves it, not by every command.
     const { buildApp } = await import('../../app.ts');
     app = await buildApp(runtime);
-    await bootstrapAdministrator(runtime.services, { dataDir: config.dataDir, out: process.stdout });
+    await bootstrapAdministrator(runtime.services, {
+      dataDir: config.dataDir,
+      panelUrl: panelUrl(config.publicUrl, host, port),
+      out: process.stdout,
+    });
     // `--role api` runs no jobs: no worker, and so no connection listening for queued jobs.
     const worker = options.role === 'all' ? runtime.services.createWorker(undefined, node) : undefined;
     // Before Fastify says it is listening: a SIGTERM sent on reading that line must find the
