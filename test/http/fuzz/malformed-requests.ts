@@ -31,7 +31,7 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { InjectOptions } from 'fastify';
 import type { User } from '../../../src/users/user.ts';
 import { at, insertActivity, userSubject } from '../../support/activity.ts';
@@ -1581,4 +1581,35 @@ export async function runFuzz(surface: Surface): Promise<FuzzRun> {
     ...failures.slice(0, 20).map((f, i) => describeFailure(f, i)),
   ].join('\n');
   return { sent, byStatus, failures, report };
+}
+
+/**
+ * The fuzz test of one surface, as each file of this folder runs it: a fresh app with the
+ * fixtures, the requests of `surface` among the seeded stream, no failure, and the fixtures still
+ * whole at the end, with most requests past the door (`what` names the requests in the title).
+ */
+export function fuzzSurface(surface: Surface, what: string): void {
+  beforeAll(startFuzzApp);
+  afterAll(async () => app?.close());
+
+  it(`answers the ${what} of ${COUNT} malformed ones (seed ${SEED}) without a 5xx, a hang or an error outside the envelope`, async () => {
+    const { sent, byStatus, failures, report } = await runFuzz(surface);
+    expect(failures.length, report).toBe(0);
+
+    // The run stayed deep: the fixtures are whole at the end, and most requests got past the door.
+    await repair();
+    const deep = await app.http.inject({
+      method: 'GET',
+      url: `/api/client/servers/${fx.server.identifier}/backups/${fx.backups.main}`,
+      headers: bearer(fx.tokens.owner),
+    });
+    expect(deep.statusCode, deep.body).toBe(200);
+    if (sent >= 500) {
+      const ok = Object.entries(byStatus)
+        .filter(([status]) => status.startsWith('2'))
+        .reduce((n, [, c]) => n + c, 0);
+      expect(ok / sent, `only ${ok} of ${sent} requests succeeded: the fixtures broke`).toBeGreaterThan(0.1);
+      expect((byStatus['401'] ?? 0) / sent, 'too many 401s: the credentials broke').toBeLessThan(0.3);
+    }
+  }, 180_000);
 }
