@@ -49,13 +49,19 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
         actorId: failed ? null : owner.id,
         subjects: [userSubject(owner)],
         timestamp: new Date(now - (60 - i) * 7 * 60_000).toISOString(),
-        properties: failed ? { username: 'ada' } : { identifier: `ptlc_seed${String(i).padStart(6, '0')}` },
+        // A failed login names the username given; a failed second factor of a lost checkpoint, none.
+        properties: failed
+          ? i % 8 === 7
+            ? { username: null, two_factor: true }
+            : { username: 'ada' }
+          : { identifier: `ptlc_seed${String(i).padStart(6, '0')}` },
       };
     });
+    // The one before last is Aerie's own doing: a backup found stopped, marked failed.
     const serverEntries: SeedEntry[] = Array.from({ length: 30 }, (_, i) => ({
-      event: i % 2 === 0 ? 'server:backup.start' : 'server:backup.complete',
-      ip: '203.0.113.5',
-      actorId: owner.id,
+      event: i === 28 ? 'server:backup.fail' : i % 2 === 0 ? 'server:backup.start' : 'server:backup.complete',
+      ip: i === 28 ? null : '203.0.113.5',
+      actorId: i === 28 ? null : owner.id,
       subjects: [{ type: 'server', id: world.id }],
       timestamp: new Date(now - (30 - i) * 60_000).toISOString(),
       properties: { name: `nightly-${i}` },
@@ -150,12 +156,17 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
     expect(await details.locator('pre').textContent()).toMatch(/"identifier": "ptlc_seed\d{6}"/);
     expect(await details.locator('dd time').textContent()).toBe(exact);
 
-    // System entries (failed logins) have no actor, and their IPs are not the user's to see.
+    // Failed logins have no actor: someone not logged in tried, giving a username or not (not
+    // "System", as if Aerie had failed); their IPs are not the user's to see.
     await page.goto('/activity?event=auth:fail');
     const failed = page.locator('li.entry').first();
     await failed.waitFor();
-    expect(await failed.locator('.entry-actor').textContent()).toBe('System');
+    expect(await failed.locator('.entry-actor').textContent()).toBe('Someone (username “ada”)');
     expect(await failed.locator('.chip-ip').count()).toBe(0);
+    await expect
+      .poll(async () => new Set(await page.locator('li.entry .entry-actor').allTextContents()))
+      .toEqual(new Set(['Someone (username “ada”)', 'Someone']));
+    expect(await page.locator('li.entry', { hasText: 'System' }).count()).toBe(0);
     checkPage(problems);
     await context.close();
   });
@@ -173,6 +184,13 @@ describe.runIf(RUN_BROWSER_TESTS)('activity feeds and API keys in the panel', ()
     await page.waitForURL(`**/servers/${world.identifier}/activity?event=server%3Abackup.complete`);
     await page.locator('.page-status', { hasText: 'Page 1 of 1 · 15 entries' }).waitFor();
     expect(new Set(await shownEvents(page))).toEqual(new Set(['server:backup.complete']));
+
+    // What Aerie did of itself is the System's.
+    await page.getByRole('textbox', { name: 'Event' }).fill('backup.fail');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.locator('.page-status', { hasText: 'Page 1 of 1 · 1 entry' }).waitFor();
+    const failed = page.locator('li.entry[data-event="server:backup.fail"]');
+    expect(await failed.locator('.entry-actor').textContent()).toBe('System');
     checkPage(problems);
     await context.close();
   });

@@ -166,6 +166,15 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
 
     expect(fs.readFileSync(path.join(world.volume, 'server.properties'), 'utf8')).toBe('motd=before\n');
     expect(fs.existsSync(path.join(world.volume, 'made-later.txt'))).toBe(false);
+
+    // The feed tells the restore's start from its end, which counts the files it wrote.
+    await page.goto(`/servers/${world.identifier}/activity?event=restore`);
+    await expect
+      .poll(() => page.locator('li.entry .entry-description').allTextContents())
+      .toEqual([
+        'Finished restoring backup first (49 files)',
+        'Started restoring backup first (files deleted first)',
+      ]);
     checkPage(problems);
     await context.close();
   });
@@ -217,6 +226,33 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       .waitFor({ timeout: 30_000 });
     // The aborted stream is the only failure the console saw.
     checkPage(problems.filter((problem) => !/events/.test(problem) && !/ERR_FAILED/.test(problem)));
+    await context.close();
+  });
+
+  it('counts one file as one, in the words of a restore started and finished', async () => {
+    const hut = await createServer(panel.server.app, owner, { name: 'Hut' });
+    fs.writeFileSync(path.join(hut.volume, 'hut.txt'), 'one file');
+    const { context, page, problems } = await panel.open();
+    await logIn(page, 'ada', PASSWORD, `/servers/${hut.identifier}`);
+    await page.getByRole('button', { name: 'Create backup' }).click();
+    await page.getByLabel('Name').fill('single');
+    await page.getByRole('button', { name: 'Start backup' }).click();
+    const single = card(page, 'single');
+    await single.getByText(/ B · sha256:/).waitFor({ timeout: 30_000 });
+    await single.getByRole('button', { name: 'Restore' }).click();
+    await page
+      .getByRole('dialog', { name: 'Restore single?' })
+      .getByRole('button', { name: 'Restore' })
+      .click();
+    await page.getByText('The restore has finished.').waitFor({ timeout: 30_000 });
+
+    await page.goto(`/servers/${hut.identifier}/activity?event=restore`);
+    await expect
+      .poll(() => page.locator('li.entry .entry-description').allTextContents())
+      .toEqual(['Finished restoring backup single (1 file)', 'Started restoring backup single']);
+    await page.goto(`/servers/${hut.identifier}/activity?event=restore-complete`);
+    await page.locator('.page-status', { hasText: 'Page 1 of 1 · 1 entry' }).waitFor();
+    checkPage(problems);
     await context.close();
   });
 

@@ -1,5 +1,10 @@
 import type { Progress } from './api/types.ts';
 
+/** "1 file", "2 files", "0 entries": a count with its noun in the number it takes. */
+export function plural(count: number, one: string, other = `${one}s`): string {
+  return `${count} ${count === 1 ? one : other}`;
+}
+
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
 
 export function formatBytes(bytes: number): string {
@@ -54,7 +59,7 @@ export function formatDuration(seconds: number): string {
 export interface ProgressFigures {
   /** 0–100, or null when no total is known or can be guessed. */
   percent: number | null;
-  /** Seconds left at the rate so far, or null when it cannot be told. */
+  /** Seconds left at the rate so far, or null until that rate can be measured. */
   secondsLeft: number | null;
   /** Whether the total is a guess (a backup's size from the one before it). */
   estimated: boolean;
@@ -63,8 +68,12 @@ export interface ProgressFigures {
 /**
  * How far a backup or restore is: by bytes when their total is known, else by files, else (a
  * backup, whose size is known only at its end) against `guessBytes`, the size of the backup
- * before it, never past 99% until it ends. The time left assumes the rate so far holds.
+ * before it, never past 99% until it ends. The time left assumes the rate so far holds, and is
+ * told only once there is a rate: something moved, over at least RATE_SECONDS since the start
+ * (one early sample, a few bytes in a second, would promise minutes for what takes seconds).
  */
+export const RATE_SECONDS = 2;
+
 export function progressFigures(progress: Progress, guessBytes: number | null = null): ProgressFigures {
   let done = 0;
   let total: number | null = null;
@@ -80,6 +89,10 @@ export function progressFigures(progress: Progress, guessBytes: number | null = 
   const fraction = Math.min(estimated ? 0.99 : 1, Math.max(0, done / total));
   const elapsed = (new Date(progress.updated_at).getTime() - new Date(progress.started_at).getTime()) / 1000;
   const secondsLeft =
-    fraction >= 1 ? 0 : fraction > 0 && elapsed > 0 ? (elapsed / fraction) * (1 - fraction) : null;
+    fraction >= 1
+      ? 0
+      : fraction > 0 && elapsed >= RATE_SECONDS
+        ? (elapsed / fraction) * (1 - fraction)
+        : null;
   return { percent: Math.floor(fraction * 100), secondsLeft, estimated };
 }

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client.ts';
 import { useActivity } from '../api/hooks.ts';
 import type { ActivityLog } from '../api/types.ts';
-import { formatAbsolute } from '../format.ts';
+import { formatAbsolute, plural } from '../format.ts';
 import { navigate, useLocation, withParams, type Location } from '../router.tsx';
 import { Field } from './Field.tsx';
 import { RequestError, TextField } from './Form.tsx';
@@ -28,9 +28,49 @@ export function feedParams(location: Location) {
   };
 }
 
-function actorName(entry: ActivityLog): string {
+/** A string property of an entry, or null when it has none (or not a string, or empty). */
+function stringProperty(entry: ActivityLog, key: string): string | null {
+  const value = entry.attributes.properties[key];
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+/**
+ * Who did it: the user; for an attempt by someone not logged in (a failed login, which has no
+ * actor), "Someone" and the username they gave, if any; otherwise Aerie itself, "System".
+ */
+function actorName(entry: ActivityLog): { name: string; title: string | undefined } {
   const actor = entry.relationships.actor;
-  return actor.object === 'user' ? actor.attributes.username : 'System';
+  if (actor.object === 'user') return { name: actor.attributes.username, title: actor.attributes.email };
+  if (entry.attributes.event.startsWith('auth:')) {
+    const username = stringProperty(entry, 'username');
+    return username === null
+      ? { name: 'Someone', title: 'Someone who was not logged in' }
+      : {
+          name: `Someone (username “${username}”)`,
+          title: `Someone who was not logged in, giving the username ${username}`,
+        };
+  }
+  return { name: 'System', title: 'Aerie itself' };
+}
+
+/**
+ * The entry's sentence: the server's, save where the panel can say more exactly what happened.
+ * A restore's request only starts it (its end is `server:backup.restore-complete`, with the
+ * number of files it wrote).
+ */
+function describeEntry(entry: ActivityLog): string {
+  const { event, description, properties } = entry.attributes;
+  const name = stringProperty(entry, 'name');
+  if (name === null) return description;
+  if (event === 'server:backup.restore') {
+    const truncated = properties.truncate === true ? ' (files deleted first)' : '';
+    return `Started restoring backup ${name}${truncated}`;
+  }
+  if (event === 'server:backup.restore-complete') {
+    const files = typeof properties.files === 'number' ? ` (${plural(properties.files, 'file')})` : '';
+    return `Finished restoring backup ${name}${files}`;
+  }
+  return description;
 }
 
 function Entry({
@@ -41,7 +81,7 @@ function Entry({
   filterTo: (changes: Record<string, string>) => void;
 }) {
   const { attributes: a } = entry;
-  const actor = entry.relationships.actor;
+  const actor = actorName(entry);
   const hasProperties = Object.keys(a.properties).length > 0;
   return (
     <li className="entry" data-event={a.event}>
@@ -55,11 +95,11 @@ function Entry({
         >
           {a.event}
         </button>
-        <span className="entry-description">{a.description}</span>
+        <span className="entry-description">{describeEntry(entry)}</span>
       </div>
       <div className="entry-meta">
-        <span className="entry-actor" title={actor.object === 'user' ? actor.attributes.email : undefined}>
-          {actorName(entry)}
+        <span className="entry-actor" title={actor.title}>
+          {actor.name}
         </span>
         {a.ip === null ? null : (
           <button
@@ -206,7 +246,8 @@ export function ActivityFeed({ scope, label }: { scope: string; label: string })
         <Pagination
           meta={feed.data.meta.pagination}
           hrefFor={(page) => withParams(location, { page: page === 1 ? null : page })}
-          noun="entries"
+          noun="entry"
+          nouns="entries"
         />
       )}
     </section>

@@ -1,17 +1,20 @@
 import type { Pagination as PaginationMeta } from '../api/types.ts';
+import { plural } from '../format.ts';
 import { Link } from '../router.tsx';
 
 interface PaginationProps {
   meta: PaginationMeta;
   /** The address of a page, keeping everything else in the URL. */
   hrefFor: (page: number) => string;
+  /** What is counted, one of them ("entry"); `nouns` is more of them, by default `noun` + s. */
   noun: string;
+  nouns?: string;
 }
 
-export function Pagination({ meta, hrefFor, noun }: PaginationProps) {
+export function Pagination({ meta, hrefFor, noun, nouns = `${noun}s` }: PaginationProps) {
   const { current_page: page, total_pages: pages, total } = meta;
   return (
-    <nav className="pagination" aria-label={`Pages of ${noun}`}>
+    <nav className="pagination" aria-label={`Pages of ${nouns}`}>
       {page > 1 ? (
         <Link to={hrefFor(page - 1)} rel="prev">
           ← Previous
@@ -22,7 +25,7 @@ export function Pagination({ meta, hrefFor, noun }: PaginationProps) {
         </span>
       )}
       <span className="page-status">
-        Page {page} of {pages} · {total} {noun}
+        Page {page} of {pages} · {plural(total, noun, nouns)}
       </span>
       {page < pages ? (
         <Link to={hrefFor(page + 1)} rel="next">

@@ -1,5 +1,5 @@
 import type { Progress } from '../api/types.ts';
-import { formatBytes, formatDuration, progressFigures } from '../format.ts';
+import { formatBytes, formatDuration, plural, progressFigures } from '../format.ts';
 
 const PHASES: Record<string, string> = {
   archiving: 'Archiving',
@@ -16,7 +16,10 @@ function phaseLabel(progress: Progress): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** How far a backup or restore is: a bar, its percent, and the time left at the rate so far. */
+/**
+ * How far a backup or restore is: a bar, its percent, and the time left at the rate so far (once
+ * there is one).
+ */
 interface ProgressBarProps {
   progress: Progress;
   label: string;
@@ -30,8 +33,8 @@ export function ProgressBar({ progress, label, guessBytes = null }: ProgressBarP
     progress.bytes_total !== null
       ? `${formatBytes(progress.bytes_done)} of ${formatBytes(progress.bytes_total)}`
       : progress.files_total !== null
-        ? `${progress.files_done} of ${progress.files_total} files`
-        : `${formatBytes(progress.bytes_done)}, ${progress.files_done} files`;
+        ? `${progress.files_done} of ${plural(progress.files_total, 'file')}`
+        : `${formatBytes(progress.bytes_done)}, ${plural(progress.files_done, 'file')}`;
   const left =
     secondsLeft === null ? null : secondsLeft === 0 ? 'almost done' : `${formatDuration(secondsLeft)} left`;
   return (

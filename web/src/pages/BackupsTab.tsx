@@ -19,7 +19,7 @@ import { Loading } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
 import { ProgressBar } from '../components/ProgressBar.tsx';
 import { Time } from '../components/Time.tsx';
-import { formatBytes } from '../format.ts';
+import { formatBytes, plural } from '../format.ts';
 import type { Can } from '../permissions.ts';
 import { useLocation, withParams } from '../router.tsx';
 
@@ -185,7 +185,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
   const createReason = busy
     ? 'The server is busy; wait until it is ready.'
     : atLimit
-      ? `This server may keep ${limit} backups; delete one first.`
+      ? `This server may keep ${plural(limit, 'backup')}; delete one first.`
       : null;
 
   return (
@@ -292,7 +292,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
         <Pagination
           meta={backups.data.meta.pagination}
           hrefFor={(p) => withParams(location, { page: p === 1 ? null : p })}
-          noun="backups"
+          noun="backup"
         />
       )}
       {creating ? <CreateBackupDialog id={id} onClose={() => setCreating(false)} /> : null}

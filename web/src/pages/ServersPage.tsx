@@ -67,7 +67,7 @@ export function ServersPage() {
             <Pagination
               meta={servers.data.meta.pagination}
               hrefFor={(p) => withParams(location, { page: p === 1 ? null : p })}
-              noun="servers"
+              noun="server"
             />
           )}
         </>

@@ -1,0 +1,64 @@
+/**
+ * The panel's wording of counts and progress (web/src/format.ts, which runs in Node as well): a
+ * count in the number its noun takes, and no time left promised before a rate is measured.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Progress } from '../../web/src/api/types.ts';
+import { plural, progressFigures, RATE_SECONDS } from '../../web/src/format.ts';
+
+const START = Date.UTC(2026, 0, 1);
+
+/** A progress report `seconds` after its start. */
+function progress(seconds: number, fields: Partial<Progress>): Progress {
+  return {
+    operation: 'restore',
+    phase: 'extracting',
+    bytes_done: 0,
+    bytes_total: null,
+    files_done: 0,
+    files_total: null,
+    started_at: new Date(START).toISOString(),
+    updated_at: new Date(START + seconds * 1000).toISOString(),
+    ...fields,
+  };
+}
+
+describe('plural', () => {
+  it('says one of a thing, and any other number of things', () => {
+    expect(plural(1, 'file')).toBe('1 file');
+    expect(plural(2, 'file')).toBe('2 files');
+    expect(plural(0, 'file')).toBe('0 files');
+    expect(plural(1, 'entry', 'entries')).toBe('1 entry');
+    expect(plural(61, 'entry', 'entries')).toBe('61 entries');
+  });
+});
+
+describe('progressFigures', () => {
+  it('tells no time left while nothing has moved', () => {
+    const figures = progressFigures(progress(30, { bytes_total: 1_000_000 }));
+    expect(figures).toEqual({ percent: 0, secondsLeft: null, estimated: false });
+  });
+
+  it('tells no time left from the first second of a short job, however little it moved', () => {
+    // The case seen: a backup of 3 s, 0.1% done after its first second, would promise 16 min.
+    const early = progressFigures(progress(1, { operation: 'backup', bytes_done: 1_000 }), 1_000_000);
+    expect(early.percent).toBe(0);
+    expect(early.secondsLeft).toBeNull();
+    const justShort = progressFigures(progress(RATE_SECONDS - 0.1, { bytes_done: 500, bytes_total: 1_000 }));
+    expect(justShort.percent).toBe(50);
+    expect(justShort.secondsLeft).toBeNull();
+  });
+
+  it('tells the time left at the rate so far once it has been measured', () => {
+    const figures = progressFigures(progress(RATE_SECONDS, { bytes_done: 250, bytes_total: 1_000 }));
+    expect(figures.percent).toBe(25);
+    expect(figures.secondsLeft).toBeCloseTo(3 * RATE_SECONDS);
+    // By files when the bytes' total is not known.
+    const byFiles = progressFigures(progress(10, { files_done: 1, files_total: 2 }));
+    expect(byFiles).toEqual({ percent: 50, secondsLeft: 10, estimated: false });
+  });
+
+  it('is almost done when everything has moved, however soon', () => {
+    expect(progressFigures(progress(0.5, { bytes_done: 10, bytes_total: 10 })).secondsLeft).toBe(0);
+  });
+});
