@@ -172,6 +172,12 @@ describe.runIf(redisServerInstalled)('aerie serve while Redis is away', () => {
         timeoutMs: 10_000,
         what: 'readiness to find Redis again',
       });
+      // The line is written before readiness answers, but the child's output may reach this
+      // process after the answer does.
+      await until(() => logged('Redis answers again') >= 2, {
+        timeoutMs: 5_000,
+        what: 'the log line saying Redis answers again',
+      });
       expect(logged('Redis answers again')).toBe(2);
     },
   );
