@@ -4,11 +4,11 @@
 #   docker run ... aerie serve --role api  |  aerie worker --node local  |  aerie migrate
 # deploy/compose.yaml runs it beside PostgreSQL, Redis and an S3-compatible store; see docs/deploy.md.
 
-# Build: all dependencies (TypeScript, Vite and the native build of better-sqlite3), compile src/
+# Build: all dependencies (TypeScript, Vite, and better-sqlite3 with its Node-API binary), compile src/
 # into dist/ and the web panel into dist/web (`npm ci` runs the prepare script, `npm run build`),
 # then drop the development dependencies.
 # `npm ci --omit=dev` alone cannot build: the compiler is a development dependency.
-FROM node:20.20.2-bookworm AS build
+FROM node:24.21.0-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
@@ -20,7 +20,7 @@ RUN npm ci --no-audit --no-fund \
   && npm cache clean --force
 
 # Runtime: the same Debian release as the build stage, so the native module built there runs here.
-FROM node:20.20.2-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production \
   HOST=0.0.0.0 \
   PORT=8080 \

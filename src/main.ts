@@ -1,6 +1,9 @@
 import { aerieProgram } from './cli/program.ts';
 import { ConfigError } from './config.ts';
 import { AppError, ValidationError } from './shared/errors.ts';
+import { warnOnceIfNodeUnsupported } from './shared/node-version.ts';
+
+warnOnceIfNodeUnsupported((notice) => process.stderr.write(`aerie: warning: ${notice}\n`));
 
 try {
   await aerieProgram().parseAsync(process.argv);

@@ -17,7 +17,8 @@ import {
   type Driver,
   type SqliteDatabase,
 } from 'kysely';
-import type { Config, DatabaseKind } from '../config.ts';
+import { ConfigError, type Config, type DatabaseKind } from '../config.ts';
+import { sqliteDriverProblem } from '../shared/node-version.ts';
 import { lossTolerantMysqlPool, lossTolerantPostgresPool, withMootRollback } from './connection-loss.ts';
 import type { Database } from './database.ts';
 
@@ -35,6 +36,8 @@ export interface Db {
 
 function sqliteDialect(file: string): Dialect {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const problem = sqliteDriverProblem(process.version);
+  if (problem !== null) throw new ConfigError(problem);
   const Driver = load('better-sqlite3') as typeof SQLite;
   const database = new Driver(file);
   database.pragma('journal_mode = WAL');

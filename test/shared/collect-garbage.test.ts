@@ -10,7 +10,7 @@ interface Held {
 }
 
 describe('collectGarbage', () => {
-  it("frees the calling thread's dropped buffers at once, which V8 alone leaves for later", async () => {
+  it("frees the calling thread's dropped buffers at once, old ones only with a collection of all", async () => {
     const thread = startThread(new URL('./collect-garbage.thread.ts', import.meta.url), {});
     try {
       const held = await new Promise<Held>((resolve, reject) => {
@@ -18,8 +18,9 @@ describe('collectGarbage', () => {
         thread.once('error', reject);
       });
 
-      // New buffers: V8 alone keeps them; a young collection frees them.
-      expect(held.leftAlone).toBeGreaterThanOrEqual(10);
+      // New buffers: a young collection frees them. What V8 does alone in the meantime is its
+      // own choice (Node 20's V8 kept them; Node 24's, in a test runner, often collects them
+      // first), so `leftAlone` is not asserted.
       expect(held.young).toBeLessThan(2);
       // Buffers that lived through two young collections: only a collection of all frees them.
       expect(held.live).toBeGreaterThanOrEqual(10);

@@ -11,7 +11,8 @@ import type { TestApp } from './harness.ts';
 /** The repository's root directory. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** tsx's loader, for `node --import` (how every child process of the tests runs the sources). */
+export const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const ENTRY = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
 /**
