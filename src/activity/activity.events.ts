@@ -12,6 +12,24 @@ interface EventDefinition {
 const text = (value: unknown): string =>
   typeof value === 'string' || typeof value === 'number' ? String(value) : '';
 
+/** "1 file", "2 files": a count with its noun in the number it takes. */
+const count = (n: number, one: string, other = `${one}s`): string => `${n} ${n === 1 ? one : other}`;
+
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value);
+
+/**
+ * What a finished restore wrote, when it is known: " (49 files)", and the links and special files
+ * it would not create (" (49 files, 2 links or special files skipped)"). A restore completed by
+ * crash recovery without its report knows neither.
+ */
+function restoredCounts(p: Properties): string {
+  const parts: string[] = [];
+  if (isCount(p.files)) parts.push(count(p.files, 'file'));
+  if (isCount(p.skipped_count) && p.skipped_count > 0)
+    parts.push(`${count(p.skipped_count, 'link or special file', 'links or special files')} skipped`);
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+}
+
 const EVENTS = {
   'auth:login': { describe: () => 'Logged in', uses: [] },
   'auth:fail': {
@@ -48,13 +66,16 @@ const EVENTS = {
   'server:backup.lock': { describe: (p) => `Locked backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.unlock': { describe: (p) => `Unlocked backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.download': { describe: (p) => `Downloaded backup ${text(p.name)}`, uses: ['name'] },
+  // A restore is recorded when it is asked for, and runs in the background: its request only
+  // starts it. Its end is one of the two events after it, the same batch.
   'server:backup.restore': {
-    describe: (p) => `Restored backup ${text(p.name)}${p.truncate === true ? ' (files deleted first)' : ''}`,
+    describe: (p) =>
+      `Started restoring backup ${text(p.name)}${p.truncate === true ? ' (files deleted first)' : ''}`,
     uses: ['name', 'truncate'],
   },
   'server:backup.restore-complete': {
-    describe: (p) => `Finished restoring backup ${text(p.name)}`,
-    uses: ['name'],
+    describe: (p) => `Finished restoring backup ${text(p.name)}${restoredCounts(p)}`,
+    uses: ['name', 'files', 'skipped_count'],
   },
   'server:backup.restore-failed': {
     describe: (p) => `Failed to restore backup ${text(p.name)}: ${text(p.reason)}`,

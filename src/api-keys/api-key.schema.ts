@@ -34,7 +34,7 @@ export const CreateApiKeyBodySchema = Type.Object({
     Type.String({
       format: 'ip-or-cidr',
       'x-rule': 'ip',
-      'x-message': 'The :field field must be an IP address or a CIDR range.',
+      'x-message': 'The :field field must be a valid IP address or CIDR range.',
     }),
     { maxItems: MAX_ALLOWED_IPS, default: [] },
   ),

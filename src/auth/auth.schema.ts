@@ -47,7 +47,7 @@ export const LoginCheckpointBodySchema = Type.Object({
       [SingleLineText({ maxLength: 16 }), Type.Integer({ minimum: 0, maximum: 999999 }), Type.Null()],
       {
         'x-rule': 'numeric',
-        'x-message': 'The :field field must be a number.',
+        'x-message': 'The :field field must be the 6-digit code from an authenticator app.',
         description: 'The code the authenticator app shows; or give recovery_token instead.',
       },
     ),
@@ -55,7 +55,7 @@ export const LoginCheckpointBodySchema = Type.Object({
   recovery_token: Type.Optional(
     Type.Union([SingleLineText({ maxLength: 255 }), Type.Null()], {
       'x-rule': 'string',
-      'x-message': 'The :field field must be a string.',
+      'x-message': 'The :field field must be a string of at most 255 characters, without control characters.',
       description: 'One of the recovery tokens, instead of a code; each works once.',
     }),
   ),

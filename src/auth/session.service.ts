@@ -154,12 +154,12 @@ export class SessionService {
         {
           field: 'authentication_code',
           rule: 'required',
-          message: message('authentication code', 'recovery token'),
+          message: message('authentication_code', 'recovery_token'),
         },
         {
           field: 'recovery_token',
           rule: 'required',
-          message: message('recovery token', 'authentication code'),
+          message: message('recovery_token', 'authentication_code'),
         },
       ]);
     }

@@ -4,12 +4,9 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../shared/errors.ts';
 import { ignoredProblem } from '../backups/ignore-patterns.ts';
 import { isIpOrCidr } from '../shared/ip.ts';
-import { TEXT_RULE, textKindOfPattern, textRuleMessage } from '../shared/text.ts';
+import { describe } from './validation-messages.ts';
 
-/**
- * Schemas may name the rule a failure breaks (`x-rule`) and say it in words (`x-message`);
- * otherwise both are derived from the JSON Schema keyword that failed.
- */
+/** Ajv with Aerie's formats, and the keywords a schema words its failures with (validation-messages.ts). */
 function newAjv(options: Options): Ajv {
   const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false, ...options });
   // ajv-formats is CommonJS: its function is the module itself, typed as `.default`.
@@ -28,7 +25,7 @@ const jsonAjv = newAjv({ coerceTypes: false });
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return jsonAjv.compile(schema as object);
-  return decimalIntegersOnly(textAjv.compile(schema as object), schema as JsonObject);
+  return asQueryRules(textAjv.compile(schema as object), schema as JsonObject);
 };
 
 type JsonObject = { properties?: Record<string, { type?: unknown }> } & Record<string, unknown>;
@@ -41,18 +38,22 @@ const DECIMAL_INTEGER = /^-?[0-9]+$/;
  * An integer field of a query string (or path, or header) must be written in decimal digits: any
  * other string fails as `integer` before Ajv coerces it. The schema itself is untouched, so the
  * OpenAPI document still shows an integer.
+ *
+ * A parameter the schema refuses outright (an unknown `filter[…]`) is told the parameters there
+ * are, so that its message can name the ones to use instead.
  */
-function decimalIntegersOnly(validate: ValidateFunction, schema: JsonObject): ValidateFunction {
-  const integers = Object.entries(schema.properties ?? {}).filter(
-    ([, property]) => property.type === 'integer',
-  );
-  if (integers.length === 0) return validate;
+function asQueryRules(validate: ValidateFunction, schema: JsonObject): ValidateFunction {
+  const properties = Object.entries(schema.properties ?? {});
+  const integers = properties.filter(([, property]) => property.type === 'integer');
+  const known = properties.map(([name]) => name);
   const check = (data: unknown, context?: Parameters<ValidateFunction>[1]): boolean => {
     const refused = typeof data === 'object' && data !== null ? nonDecimal(data, integers) : [];
     const valid = validate(data, context);
-    const others = (validate.errors ?? []).filter(
-      (error) => !refused.some((r) => error.instancePath === r.instancePath),
-    );
+    const others = (validate.errors ?? [])
+      .filter((error) => !refused.some((r) => error.instancePath === r.instancePath))
+      .map((error) =>
+        error.keyword === 'false schema' ? { ...error, params: { ...error.params, known } } : error,
+      );
     checked.errors = refused.length + others.length > 0 ? [...refused, ...others] : null;
     return valid && refused.length === 0;
   };
@@ -85,66 +86,12 @@ function nonDecimal(data: object, integers: Array<[string, { type?: unknown }]>)
   });
 }
 
+/** The field an error is about: `per_page`, `allowed_ips.2`, or the property a `required` misses. */
 function fieldOf(error: ErrorObject): string {
   const pointer = error.instancePath.replace(/^\//, '').split('/').filter(Boolean);
   if (error.keyword === 'required') pointer.push(String(error.params.missingProperty));
+  if (error.keyword === 'additionalProperties') pointer.push(String(error.params.additionalProperty));
   return pointer.map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')).join('.');
-}
-
-function describe(error: ErrorObject, field: string): { rule: string; message: string } {
-  const schema = (error.parentSchema ?? {}) as Record<string, unknown>;
-  const limit = (error.params as { limit?: unknown }).limit;
-  const named = typeof schema['x-rule'] === 'string' ? schema['x-rule'] : undefined;
-  const said = typeof schema['x-message'] === 'string' ? schema['x-message'] : undefined;
-  const [rule, message] = ((): [string, string] => {
-    switch (error.keyword) {
-      case 'required':
-        return ['required', `The ${field} field is required.`];
-      case 'type': {
-        const type = String((error.params as { type?: unknown }).type);
-        return [type === 'number' ? 'numeric' : type, `The ${field} field must be ${article(type)} ${type}.`];
-      }
-      case 'minimum':
-        return ['min', `The ${field} field must be at least ${String(limit)}.`];
-      case 'maximum':
-        return ['max', `The ${field} field must not be greater than ${String(limit)}.`];
-      case 'minLength':
-        // An empty value where one character is the least: said as Laravel says of a missing one
-        // (the rule stays `min`, as clients read it).
-        if (limit === 1) return ['min', `The ${field} field is required.`];
-        return ['min', `The ${field} field must be at least ${String(limit)} characters.`];
-      case 'maxLength':
-        return ['max', `The ${field} field must not be greater than ${String(limit)} characters.`];
-      case 'minItems':
-        return ['min', `The ${field} field must have at least ${String(limit)} items.`];
-      case 'maxItems':
-        return ['max', `The ${field} field must not have more than ${String(limit)} items.`];
-      case 'enum':
-      case 'const':
-      case 'anyOf':
-        return ['in', `The selected ${field} is invalid.`];
-      case 'format':
-        return [
-          String((error.params as { format?: unknown }).format),
-          `The ${field} field must be a valid value.`,
-        ];
-      case 'pattern': {
-        // The text rule's patterns say what they refuse; any other pattern is Laravel's `regex`.
-        const kind = textKindOfPattern(String((error.params as { pattern?: unknown }).pattern));
-        if (kind !== undefined) return [TEXT_RULE, textRuleMessage(field, kind)];
-        return ['regex', `The ${field} field format is invalid.`];
-      }
-      case 'false schema':
-        return ['allowed', `The ${field} parameter is not allowed.`];
-      default:
-        return [error.keyword, `The ${field} field is invalid.`];
-    }
-  })();
-  return { rule: named ?? rule, message: said?.replace(':field', field) ?? message };
-}
-
-function article(word: string): string {
-  return /^[aeiou]/.test(word) ? 'an' : 'a';
 }
 
 /**
@@ -156,8 +103,9 @@ export function toFieldErrors(errors: ErrorObject[], part = 'body'): FieldError[
   for (const error of errors) {
     // anyOf reports each branch's failure and then itself; the anyOf error alone says it best.
     if (error.schemaPath.includes('/anyOf/')) continue;
-    const field = fieldOf(error) || part;
-    if (!byField.has(field)) byField.set(field, { field, ...describe(error, field) });
+    const path = fieldOf(error);
+    const field = path || part;
+    if (!byField.has(field)) byField.set(field, { field, ...describe(error, path, part) });
   }
   return [...byField.values()];
 }

@@ -83,7 +83,11 @@ export class AccountService {
     }
     if (body.password !== body.password_confirmation) {
       throw new ValidationError([
-        { field: 'password', rule: 'confirmed', message: 'The password field confirmation does not match.' },
+        {
+          field: 'password',
+          rule: 'confirmed',
+          message: 'The password_confirmation field must match the password field.',
+        },
       ]);
     }
     const hash = await hashPassword(body.password);

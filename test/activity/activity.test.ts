@@ -431,14 +431,14 @@ describe('entries as written by requests', () => {
     });
     await app.services.activity.record(context, {
       event: 'server:backup.restore-complete',
-      properties: { name: 'nightly' },
+      properties: { name: 'nightly', files: 3 },
       subjects,
     });
     const body = await feed(app, token);
     expect(body.data.map((d) => d.attributes.batch)).toEqual([context.batch, context.batch]);
     expect(body.data.map((d) => d.attributes.description)).toEqual([
-      'Finished restoring backup nightly',
-      'Restored backup nightly (files deleted first)',
+      'Finished restoring backup nightly (3 files)',
+      'Started restoring backup nightly (files deleted first)',
     ]);
     for (const item of body.data) {
       expect(item.relationships.actor).toEqual({ object: 'null_resource', attributes: null });

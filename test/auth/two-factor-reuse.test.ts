@@ -192,7 +192,7 @@ describe('an empty required text field', () => {
       payload: { code: '12345', password: PASSWORD },
     });
     expect(fieldErrors(short)).toEqual([
-      { source_field: 'code', rule: 'min', message: 'The code field must be at least 6 characters.' },
+      { source_field: 'code', rule: 'min', message: 'The code field must be exactly 6 characters.' },
     ]);
 
     await enableTwoFactor(app, token, PASSWORD, now);

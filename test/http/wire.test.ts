@@ -158,7 +158,7 @@ describe('request bodies', () => {
         payload,
       });
       expectValidation(res, { body: 'object' });
-      expect(res.body, payload).toContain('The body field must be an object.');
+      expect(res.body, payload).toContain('The request body must be a JSON object.');
     }
   });
 

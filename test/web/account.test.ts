@@ -236,13 +236,13 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
 
     // Nothing typed: the panel asks for both, and sends nothing.
     await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
-    await section.getByText('Enter the code from your authenticator app.').waitFor();
-    await section.getByText('Enter your password.').waitFor();
+    await section.getByText('The authentication code field is required.').waitFor();
+    await section.getByText('The password field is required.').waitFor();
     // The code alone: the password is still asked for.
     await section.getByLabel('Authentication code').fill(totpCode(key!, new Date(Date.now() - 30_000)));
     await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
-    await section.getByText('Enter your password.').waitFor();
-    expect(await section.getByText('Enter the code from your authenticator app.').count()).toBe(0);
+    await section.getByText('The password field is required.').waitFor();
+    expect(await section.getByText('The authentication code field is required.').count()).toBe(0);
     expect(posts.filter((p) => p === '/api/client/account/two-factor')).toEqual([]);
     await section.getByLabel('Password').fill(PASSWORD);
     await section.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
@@ -281,7 +281,7 @@ describe.runIf(RUN_BROWSER_TESTS)('logging in and the account page', () => {
     await page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
     await page.goto('/account');
     await section.getByRole('button', { name: 'Turn off two-factor authentication' }).click();
-    await section.getByText('Enter your password.').waitFor();
+    await section.getByText('The password field is required.').waitFor();
     expect(posts.filter((p) => p === '/api/client/account/two-factor/disable')).toEqual([]);
     await section.getByLabel('Password').fill(PASSWORD);
     await section.getByRole('button', { name: 'Turn off two-factor authentication' }).click();

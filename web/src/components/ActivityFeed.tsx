@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client.ts';
 import { useActivity } from '../api/hooks.ts';
 import type { ActivityLog } from '../api/types.ts';
-import { formatAbsolute, plural } from '../format.ts';
+import { formatAbsolute } from '../format.ts';
 import { navigate, useLocation, withParams, type Location } from '../router.tsx';
 import { Field } from './Field.tsx';
 import { RequestError, TextField } from './Form.tsx';
@@ -53,26 +53,6 @@ function actorName(entry: ActivityLog): { name: string; title: string | undefine
   return { name: 'System', title: 'Aerie itself' };
 }
 
-/**
- * The entry's sentence: the server's, save where the panel can say more exactly what happened.
- * A restore's request only starts it (its end is `server:backup.restore-complete`, with the
- * number of files it wrote).
- */
-function describeEntry(entry: ActivityLog): string {
-  const { event, description, properties } = entry.attributes;
-  const name = stringProperty(entry, 'name');
-  if (name === null) return description;
-  if (event === 'server:backup.restore') {
-    const truncated = properties.truncate === true ? ' (files deleted first)' : '';
-    return `Started restoring backup ${name}${truncated}`;
-  }
-  if (event === 'server:backup.restore-complete') {
-    const files = typeof properties.files === 'number' ? ` (${plural(properties.files, 'file')})` : '';
-    return `Finished restoring backup ${name}${files}`;
-  }
-  return description;
-}
-
 function Entry({
   entry,
   filterTo,
@@ -95,7 +75,7 @@ function Entry({
         >
           {a.event}
         </button>
-        <span className="entry-description">{describeEntry(entry)}</span>
+        <span className="entry-description">{a.description}</span>
       </div>
       <div className="entry-meta">
         <span className="entry-actor" title={actor.title}>

@@ -1,4 +1,4 @@
-import type { InputHTMLAttributes, ReactNode } from 'react';
+import { useCallback, useState, type InputHTMLAttributes, type ReactNode } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { Field } from './Field.tsx';
 
@@ -55,4 +55,38 @@ export function TextField({ label, error, hint, onChange, ...input }: TextFieldP
 /** A TextField for a password. */
 export function PasswordField(props: Omit<TextFieldProps, 'type'>) {
   return <TextField {...props} type="password" />;
+}
+
+/** What a form's required fields lack, by the name of their input: the sentence for each. */
+export type Missing = Partial<Record<string, string>>;
+
+/** A required field left empty, in the API's words for it: "The password field is required." */
+export function requiredMessage(name: string): string {
+  return `The ${name} field is required.`;
+}
+
+/**
+ * A form's required fields, checked before anything is sent. `check(form, fields)` takes each
+ * field by its input's name: `[its name in a sentence, its value as it would be sent]`. It marks
+ * every empty one (`missing[input]` is the message to give that field as its `error`), moves the
+ * focus to the first, and says whether the form may be sent.
+ */
+export function useRequiredFields() {
+  const [missing, setMissing] = useState<Missing>({});
+  const check = useCallback(
+    (form: HTMLFormElement, fields: Record<string, readonly [name: string, value: string]>): boolean => {
+      const lacking: Missing = {};
+      for (const [input, [name, value]] of Object.entries(fields))
+        if (value === '') lacking[input] = requiredMessage(name);
+      setMissing(lacking);
+      const first = Object.keys(lacking)[0];
+      if (first === undefined) return true;
+      const control = form.elements.namedItem(first);
+      if (control instanceof HTMLElement) control.focus();
+      return false;
+    },
+    [],
+  );
+  const clear = useCallback(() => setMissing({}), []);
+  return { missing, check, clear };
 }

@@ -4,7 +4,14 @@ import { api, fieldError, formError } from '../api/client.ts';
 import { keys, useAccount } from '../api/hooks.ts';
 import type { Account, RecoveryTokens, TwoFactorSetup } from '../api/types.ts';
 import { CopyButton } from '../components/CopyButton.tsx';
-import { FormError, PasswordField, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
+import {
+  FormError,
+  PasswordField,
+  RequestError,
+  SubmitButton,
+  TextField,
+  useRequiredFields,
+} from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 
@@ -43,6 +50,7 @@ function EmailForm({ account }: { account: Account }) {
   const notify = useNotify();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  const required = useRequiredFields();
   const change = useMutation({
     mutationFn: () =>
       api('/api/client/account/email', { method: 'PUT', body: { email: email.trim(), password } }),
@@ -53,9 +61,14 @@ function EmailForm({ account }: { account: Account }) {
       void client.invalidateQueries({ queryKey: keys.account });
     },
   });
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    change.mutate();
+    const filled = required.check(event.currentTarget, {
+      email: ['new email address', email.trim()],
+      password: ['current password', password],
+    });
+    if (filled) change.mutate();
+    else change.reset();
   };
   const error = formError(change.error);
   return (
@@ -63,11 +76,12 @@ function EmailForm({ account }: { account: Account }) {
       <h2 id="email-heading">Change email</h2>
       <TextField
         label="New email address"
-        error={fieldError(change.error, 'email')}
+        error={required.missing.email ?? fieldError(change.error, 'email')}
         hint={`Now: ${account.attributes.email}`}
         name="email"
         type="email"
         autoComplete="email"
+        required
         value={email}
         onChange={setEmail}
       />
@@ -75,9 +89,10 @@ function EmailForm({ account }: { account: Account }) {
         label="Current password"
         name="password"
         autoComplete="current-password"
+        required
         value={password}
         onChange={setPassword}
-        error={fieldError(change.error, 'password')}
+        error={required.missing.password ?? fieldError(change.error, 'password')}
       />
       <FormError message={error} />
       <div className="actions">
@@ -95,6 +110,7 @@ function PasswordForm() {
   const [password, setPassword] = useState('');
   const [confirmation, setConfirmation] = useState('');
   const [mismatch, setMismatch] = useState(false);
+  const required = useRequiredFields();
   const change = useMutation({
     mutationFn: () =>
       api('/api/client/account/password', {
@@ -108,11 +124,17 @@ function PasswordForm() {
       notify('Your password is changed.');
     },
   });
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    const differs = password !== confirmation;
+    const filled = required.check(event.currentTarget, {
+      current_password: ['current password', current],
+      password: ['new password', password],
+      password_confirmation: ['new password confirmation', confirmation],
+    });
+    const differs = filled && password !== confirmation;
     setMismatch(differs);
-    if (!differs) change.mutate();
+    if (filled && !differs) change.mutate();
+    else change.reset();
   };
   const error = formError(change.error);
   return (
@@ -122,26 +144,32 @@ function PasswordForm() {
         label="Current password"
         name="current_password"
         autoComplete="current-password"
+        required
         value={current}
         onChange={setCurrent}
-        error={fieldError(change.error, 'current_password')}
+        error={required.missing.current_password ?? fieldError(change.error, 'current_password')}
       />
       <PasswordField
         label="New password"
         name="password"
         autoComplete="new-password"
+        required
         value={password}
         onChange={setPassword}
-        error={fieldError(change.error, 'password')}
+        error={required.missing.password ?? fieldError(change.error, 'password')}
         hint="At least 8 characters."
       />
       <PasswordField
         label="Confirm new password"
         name="password_confirmation"
         autoComplete="new-password"
+        required
         value={confirmation}
         onChange={setConfirmation}
-        error={mismatch ? 'The two new passwords differ.' : fieldError(change.error, 'password_confirmation')}
+        error={
+          required.missing.password_confirmation ??
+          (mismatch ? 'The two new passwords differ.' : fieldError(change.error, 'password_confirmation'))
+        }
       />
       <FormError message={error} />
       <div className="actions">
@@ -176,17 +204,12 @@ function RecoveryTokensShown({ tokens, onDone }: { tokens: string[]; onDone: () 
   );
 }
 
-const ENTER_PASSWORD = 'Enter your password.';
-
-/** What a form's required fields lack, by field: checked before anything is sent. */
-type Missing = Partial<Record<string, string>>;
-
 function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void }) {
   const client = useQueryClient();
   const [setup, setSetup] = useState<TwoFactorSetup['data'] | null>(null);
   const [code, setCode] = useState('');
   const [password, setPassword] = useState('');
-  const [missing, setMissing] = useState<Missing>({});
+  const { missing, check } = useRequiredFields();
   const start = useMutation({
     mutationFn: () => api<TwoFactorSetup>('/api/client/account/two-factor'),
     onSuccess: (response) => setSetup(response.data),
@@ -218,12 +241,12 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
     <form
       onSubmit={(event) => {
         event.preventDefault();
-        const lacking: Missing = {};
-        if (code.trim() === '') lacking.code = 'Enter the code from your authenticator app.';
-        if (password === '') lacking.password = ENTER_PASSWORD;
-        setMissing(lacking);
-        if (Object.keys(lacking).length > 0) enable.reset();
-        else enable.mutate();
+        const filled = check(event.currentTarget, {
+          code: ['authentication code', code.replace(/\s+/g, '')],
+          password: ['password', password],
+        });
+        if (filled) enable.mutate();
+        else enable.reset();
       }}
       noValidate
     >
@@ -255,6 +278,7 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
             name="code"
             inputMode="numeric"
             autoComplete="one-time-code"
+            required
             value={code}
             onChange={setCode}
           />
@@ -262,6 +286,7 @@ function EnableTwoFactor({ onEnabled }: { onEnabled: (tokens: string[]) => void 
             label="Password"
             name="password"
             autoComplete="current-password"
+            required
             value={password}
             onChange={setPassword}
             error={missing.password ?? fieldError(enable.error, 'password')}
@@ -285,7 +310,7 @@ function DisableTwoFactor() {
   const client = useQueryClient();
   const notify = useNotify();
   const [password, setPassword] = useState('');
-  const [missing, setMissing] = useState<Missing>({});
+  const { missing, check } = useRequiredFields();
   const disable = useMutation({
     mutationFn: () => api('/api/client/account/two-factor/disable', { method: 'POST', body: { password } }),
     onSuccess: () => {
@@ -299,10 +324,8 @@ function DisableTwoFactor() {
     <form
       onSubmit={(event) => {
         event.preventDefault();
-        const lacking: Missing = password === '' ? { password: ENTER_PASSWORD } : {};
-        setMissing(lacking);
-        if (lacking.password !== undefined) disable.reset();
-        else disable.mutate();
+        if (check(event.currentTarget, { password: ['password', password] })) disable.mutate();
+        else disable.reset();
       }}
       noValidate
     >
@@ -311,6 +334,7 @@ function DisableTwoFactor() {
         label="Password"
         name="password"
         autoComplete="current-password"
+        required
         value={password}
         onChange={setPassword}
         error={missing.password ?? fieldError(disable.error, 'password')}

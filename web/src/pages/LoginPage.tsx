@@ -2,7 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage } from '../api/client.ts';
 import type { LoginResponse } from '../api/types.ts';
-import { FormError, PasswordField, SubmitButton, TextField } from '../components/Form.tsx';
+import { FormError, PasswordField, SubmitButton, TextField, useRequiredFields } from '../components/Form.tsx';
 import { navigate, useLocation } from '../router.tsx';
 
 /** Where to go after logging in: a path of this panel only, never another site. */
@@ -31,6 +31,7 @@ export function LoginPage() {
   const [checkpoint, setCheckpoint] = useState<string | null>(null);
   const [useRecovery, setUseRecovery] = useState(false);
   const [code, setCode] = useState('');
+  const { missing, check, clear } = useRequiredFields();
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
@@ -45,12 +46,14 @@ export function LoginPage() {
     navigate(next, { replace: true });
   };
 
-  const submitLogin = async (event: FormEvent) => {
+  const submitLogin = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    if (user.trim() === '' || password === '') {
-      setError('Enter your username or email and your password.');
-      return;
-    }
+    setError(null);
+    const filled = check(event.currentTarget, {
+      user: ['username or email', user.trim()],
+      password: ['password', password],
+    });
+    if (!filled) return;
     setPending(true);
     setError(null);
     try {
@@ -71,13 +74,17 @@ export function LoginPage() {
     }
   };
 
-  const submitCode = async (event: FormEvent) => {
+  const submitCode = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     if (checkpoint === null) return;
-    if (code.trim() === '') {
-      setError(useRecovery ? 'Enter a recovery token.' : 'Enter the code from your authenticator app.');
-      return;
-    }
+    setError(null);
+    const filled = check(
+      event.currentTarget,
+      useRecovery
+        ? { recovery_token: ['recovery token', code.trim()] }
+        : { authentication_code: ['authentication code', code.replace(/\s+/g, '')] },
+    );
+    if (!filled) return;
     setPending(true);
     setError(null);
     try {
@@ -134,6 +141,7 @@ export function LoginPage() {
               required
               value={user}
               onChange={setUser}
+              error={missing.user}
               autoFocus
             />
             <PasswordField
@@ -143,6 +151,7 @@ export function LoginPage() {
               required
               value={password}
               onChange={setPassword}
+              error={missing.password}
             />
             <SubmitButton pending={pending} pendingLabel="Logging in…" className="primary wide">
               Log in
@@ -161,8 +170,10 @@ export function LoginPage() {
                 key="recovery"
                 name="recovery_token"
                 autoComplete="off"
+                required
                 value={code}
                 onChange={setCode}
+                error={missing.recovery_token}
                 autoFocus
               />
             ) : (
@@ -174,8 +185,10 @@ export function LoginPage() {
                 autoComplete="one-time-code"
                 pattern="[0-9 ]*"
                 maxLength={8}
+                required
                 value={code}
                 onChange={setCode}
+                error={missing.authentication_code}
                 autoFocus
               />
             )}
@@ -189,6 +202,7 @@ export function LoginPage() {
                 setUseRecovery((value) => !value);
                 setCode('');
                 setError(null);
+                clear();
               }}
             >
               {useRecovery ? 'Use an authentication code instead' : 'Use a recovery token instead'}

@@ -5,7 +5,7 @@ import { keys, serverPath, useAccount, useSubusers } from '../api/hooks.ts';
 import type { Subuser } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
-import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
+import { FormError, RequestError, SubmitButton, TextField, useRequiredFields } from '../components/Form.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { PermissionChecklist } from '../components/PermissionChecklist.tsx';
@@ -30,6 +30,7 @@ function SubuserDialog({
   const notify = useNotify();
   const [email, setEmail] = useState('');
   const [permissions, setPermissions] = useState<string[]>(subuser?.permissions ?? []);
+  const required = useRequiredFields();
   const save = useMutation({
     mutationFn: () =>
       subuser === null
@@ -48,9 +49,13 @@ function SubuserDialog({
       onClose();
     },
   });
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    save.mutate();
+    // A new subuser is named by email; the permissions may be none (added now, granted later).
+    const filled =
+      subuser !== null || required.check(event.currentTarget, { email: ['email address', email.trim()] });
+    if (filled) save.mutate();
+    else save.reset();
   };
   const error = formError(save.error);
   return (
@@ -62,11 +67,12 @@ function SubuserDialog({
         {subuser === null ? (
           <TextField
             label="Email address"
-            error={fieldError(save.error, 'email')}
+            error={required.missing.email ?? fieldError(save.error, 'email')}
             hint="Of someone who already has an account here; Aerie sends no invitations."
             name="email"
             type="email"
             autoComplete="off"
+            required
             value={email}
             onChange={setEmail}
             data-autofocus
