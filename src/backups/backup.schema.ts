@@ -57,6 +57,10 @@ export const BackupResourceSchema = Type.Object({
     completed_at: Type.Union([Type.String(), Type.Null()]),
     is_successful: Type.Boolean(),
     is_locked: Type.Boolean(),
+    file_count: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them.',
+    }),
     progress: Type.Union([BackupProgressSchema, Type.Null()], {
       description:
         'What runs on the backup now (a backup being made, or a restore of it); null when nothing does.',

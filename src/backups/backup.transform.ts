@@ -17,6 +17,7 @@ export function toBackupResource(backup: Backup): BackupResource {
       completed_at: toWireTime(backup.completedAt),
       is_successful: backup.isSuccessful,
       is_locked: backup.isLocked,
+      file_count: backup.files,
       progress: toProgressResource(backup.progress),
     },
   };

@@ -1,5 +1,6 @@
 import type { Actor } from '../users/actor.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
+import type { Permission } from './permissions.ts';
 import type { ServerRepository } from './server.repository.ts';
 import type { ServerRow, ServerStatus } from './server.table.ts';
 
@@ -7,6 +8,11 @@ export interface ServerAccess {
   server: ServerRow;
   /** 'all' for the owner and administrators; a subuser's list otherwise. */
   permissions: 'all' | readonly string[];
+}
+
+/** Whether the caller holds `permission` on the server: owners and administrators hold them all. */
+export function holds(access: ServerAccess, permission: Permission): boolean {
+  return access.permissions === 'all' || access.permissions.includes(permission);
 }
 
 const CONFLICTS: Record<ServerStatus, string> = {

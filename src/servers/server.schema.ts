@@ -1,7 +1,27 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { BACKUP_WARNINGS, RECENT_BACKUP_DAYS } from '../backups/backup-summary.ts';
 import { pagedListSchema, pageQuery } from '../shared/page.ts';
 import { SingleLineText } from '../shared/text.ts';
 import { SERVER_STATUSES } from './server.table.ts';
+
+const WireTimeOrNull = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+
+/** Beyond the reference panel: a server's backups summed up, for the server list. */
+export const BackupSummarySchema = Type.Object(
+  {
+    count: Type.Integer({
+      description: 'Backups the server has, finished or not: what counts against `feature_limits.backups`.',
+    }),
+    bytes: Type.Integer({ description: 'The size of all of them together.' }),
+    last_successful_at: WireTimeOrNull('When the last successful backup finished; null when none has.'),
+    last_failed_at: WireTimeOrNull('When the last failed backup finished; null when none has.'),
+    warnings: Type.Array(Type.Union(BACKUP_WARNINGS.map((warning) => Type.Literal(warning))), {
+      description: `\`last_backup_failed\`: the most recently finished backup failed. \`no_recent_backup\`: no backup succeeded in the last ${RECENT_BACKUP_DAYS} days. Empty when neither holds.`,
+    }),
+  },
+  { description: 'How well the server’s backups protect it (Aerie’s own; Pterodactyl clients ignore it).' },
+);
+export type BackupSummaryResource = Static<typeof BackupSummarySchema>;
 
 export const ServerResourceSchema = Type.Object({
   object: Type.Literal('server'),
@@ -35,6 +55,10 @@ export const ServerResourceSchema = Type.Object({
   meta: Type.Object({
     is_server_owner: Type.Boolean(),
     user_permissions: Type.Array(Type.String(), { description: '`*` for the owner and administrators.' }),
+    backup_summary: Type.Union([BackupSummarySchema, Type.Null()], {
+      description:
+        'null when the caller may not read the server’s backups (a subuser without `backup.read`).',
+    }),
   }),
 });
 export type ServerResource = Static<typeof ServerResourceSchema>;

@@ -1,11 +1,12 @@
+import type { BackupSummary } from '../backups/backup-summary.ts';
+import { toWireTime } from '../shared/time.ts';
 import type { User } from '../users/user.ts';
-import type { Account, ServerResource } from './server.schema.ts';
-import type { ServerRow } from './server.table.ts';
+import type { ListedServer } from './server-query.service.ts';
+import type { Account, BackupSummaryResource, ServerResource } from './server.schema.ts';
 
 export function toServerResource(
-  server: ServerRow,
+  { server, permissions, backups }: ListedServer,
   viewer: User,
-  permissions: 'all' | readonly string[],
 ): ServerResource {
   const owner = server.owner_id === viewer.id;
   return {
@@ -31,7 +32,21 @@ export function toServerResource(
       },
       feature_limits: { databases: 0, allocations: 0, backups: server.backup_limit },
     },
-    meta: { is_server_owner: owner, user_permissions: permissions === 'all' ? ['*'] : [...permissions] },
+    meta: {
+      is_server_owner: owner,
+      user_permissions: permissions === 'all' ? ['*'] : [...permissions],
+      backup_summary: backups === null ? null : toBackupSummaryResource(backups),
+    },
+  };
+}
+
+function toBackupSummaryResource(summary: BackupSummary): BackupSummaryResource {
+  return {
+    count: summary.count,
+    bytes: summary.bytes,
+    last_successful_at: toWireTime(summary.lastSuccessfulAt),
+    last_failed_at: toWireTime(summary.lastFailedAt),
+    warnings: [...summary.warnings],
   };
 }
 

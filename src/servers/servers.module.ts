@@ -1,4 +1,5 @@
 import type { ActivityService } from '../activity/activity.service.ts';
+import { BackupSummaryRepository } from '../backups/backup-summary.repository.ts';
 import type { ModuleContext } from '../module-context.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { ServerAccessService } from './server-access.ts';
@@ -18,7 +19,11 @@ export function createServersModule(
   return {
     repository,
     servers: new ServerService({ servers: repository, users, clock, volumesDir: config.volumesDir }),
-    serverQueries: new ServerQueryService({ servers: repository }),
+    serverQueries: new ServerQueryService({
+      servers: repository,
+      backups: new BackupSummaryRepository(db.kysely),
+      clock,
+    }),
     access: new ServerAccessService(repository),
     subusers: new SubuserService({
       subusers: new SubuserRepository(db.kysely),

@@ -25,6 +25,7 @@ interface Backup {
     checksum: string | null;
     bytes: number;
     ignored_files: string[];
+    file_count: number | null;
   };
 }
 
@@ -94,6 +95,56 @@ describe('backups of a server', () => {
     const recorded = await events(server.id);
     expect(recorded.map((e) => e.event)).toEqual(['server:backup.start', 'server:backup.complete']);
     expect(recorded[0]?.batch).toBe(recorded[1]?.batch);
+  });
+
+  it('tells how many files a finished backup holds: null while it is made and for older backups', async () => {
+    const { server, token, base } = await setup();
+    const res = await app.http.inject({
+      method: 'POST',
+      url: base,
+      headers: bearer(token),
+      payload: { name: 'counted', ignored: 'logs' },
+    });
+    const started = res.json<Backup>().attributes;
+    // Pterodactyl's attributes, then Aerie's own (which its clients ignore).
+    expect(Object.keys(started).sort()).toEqual([
+      'bytes',
+      'checksum',
+      'completed_at',
+      'created_at',
+      'file_count',
+      'ignored_files',
+      'is_locked',
+      'is_successful',
+      'name',
+      'progress',
+      'sha256_hash',
+      'uuid',
+    ]);
+    expect(started.file_count).toBeNull();
+    const read = async () =>
+      (
+        await app.http.inject({ method: 'GET', url: `${base}/${started.uuid}`, headers: bearer(token) })
+      ).json<Backup>().attributes;
+    const listed = async () =>
+      (await app.http.inject({ method: 'GET', url: base, headers: bearer(token) }))
+        .json<{ data: Backup[] }>()
+        .data.map((b) => b.attributes.file_count);
+    expect((await read()).file_count).toBeNull();
+    expect(await listed()).toEqual([null]);
+
+    expect(await drainJobs(app)).toBe(1);
+    // world/level.dat and server.properties; logs/latest.log was left out.
+    expect(await read()).toMatchObject({ is_successful: true, file_count: 2 });
+    expect(await listed()).toEqual([2]);
+
+    // A backup made before Aerie counted files has no count, not a zero.
+    await app.db.kysely
+      .updateTable('backups')
+      .set({ files: null })
+      .where('server_id', '=', server.id)
+      .execute();
+    expect(await read()).toMatchObject({ is_successful: true, file_count: null });
   });
 
   it('lists backups newest first with pagination and backup_count, and holds the per-server limit', async () => {

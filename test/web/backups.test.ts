@@ -58,7 +58,8 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       panel.server.resumeJobs();
     }
     await first.locator('.progress[data-operation="backup"]').waitFor({ timeout: 20_000 });
-    await first.getByText(/MB · sha256:/).waitFor({ timeout: 60_000 });
+    // Its size and files (48 regions and server.properties) beside its checksum.
+    await first.getByText(/MB, 49 files · sha256:/).waitFor({ timeout: 60_000 });
     expect(await first.locator('progress').count()).toBe(0);
 
     // The second: the first one's size makes a percent and a time left.
@@ -79,7 +80,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
           pictured = true;
           await screenshot(page, 'server-backups');
         }
-        return (await second.getByText(/MB · sha256:/).count()) > 0;
+        return (await second.getByText(/MB, 49 files · sha256:/).count()) > 0;
       },
       { timeoutMs: 60_000, intervalMs: 20, what: 'the second backup to finish' },
     );
@@ -222,7 +223,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
     await page.getByLabel('Name').fill('polled');
     await page.getByRole('button', { name: 'Start backup' }).click();
     await card(page, 'polled')
-      .getByText(/ B · sha256:/)
+      .getByText(/ B, 1 file · sha256:/)
       .waitFor({ timeout: 30_000 });
     // The aborted stream is the only failure the console saw.
     checkPage(problems.filter((problem) => !/events/.test(problem) && !/ERR_FAILED/.test(problem)));
@@ -238,7 +239,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
     await page.getByLabel('Name').fill('single');
     await page.getByRole('button', { name: 'Start backup' }).click();
     const single = card(page, 'single');
-    await single.getByText(/ B · sha256:/).waitFor({ timeout: 30_000 });
+    await single.getByText(/ B, 1 file · sha256:/).waitFor({ timeout: 30_000 });
     await single.getByRole('button', { name: 'Restore' }).click();
     await page
       .getByRole('dialog', { name: 'Restore single?' })

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Progress } from '../../web/src/api/types.ts';
-import { plural, progressFigures, RATE_SECONDS } from '../../web/src/format.ts';
+import { formatBackupSize, plural, progressFigures, RATE_SECONDS } from '../../web/src/format.ts';
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -30,6 +30,24 @@ describe('plural', () => {
     expect(plural(0, 'file')).toBe('0 files');
     expect(plural(1, 'entry', 'entries')).toBe('1 entry');
     expect(plural(61, 'entry', 'entries')).toBe('61 entries');
+  });
+
+  it('groups the digits of a large count', () => {
+    expect(plural(12_345, 'file')).toBe('12,345 files');
+    expect(plural(1_000_000, 'entry', 'entries')).toBe('1,000,000 entries');
+    expect(plural(999, 'file')).toBe('999 files');
+  });
+});
+
+describe('formatBackupSize', () => {
+  it('gives the size, then the files in the number their noun takes', () => {
+    expect(formatBackupSize(378_000, 1)).toBe('378 KB, 1 file');
+    expect(formatBackupSize(2_100_000_000, 12_345)).toBe('2.1 GB, 12,345 files');
+    expect(formatBackupSize(0, 0)).toBe('0 B, 0 files');
+  });
+
+  it('says nothing of files when their count is not known', () => {
+    expect(formatBackupSize(5_000, null)).toBe('5.0 KB');
   });
 });
 

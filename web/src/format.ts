@@ -1,8 +1,10 @@
 import type { Progress } from './api/types.ts';
 
-/** "1 file", "2 files", "0 entries": a count with its noun in the number it takes. */
+const counts = new Intl.NumberFormat('en');
+
+/** "1 file", "2 files", "0 entries", "12,345 files": a count with its noun in the number it takes. */
 export function plural(count: number, one: string, other = `${one}s`): string {
-  return `${count} ${count === 1 ? one : other}`;
+  return `${counts.format(count)} ${count === 1 ? one : other}`;
 }
 
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
@@ -15,6 +17,11 @@ export function formatBytes(bytes: number): string {
     unit += 1;
   }
   return `${unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
+}
+
+/** A finished backup's size and, when known, its files: "378 KB, 1 file", "2.1 GB, 12,345 files". */
+export function formatBackupSize(bytes: number, files: number | null): string {
+  return files === null ? formatBytes(bytes) : `${formatBytes(bytes)}, ${plural(files, 'file')}`;
 }
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });

@@ -32,9 +32,9 @@ export function serverRoutes(
       ),
     },
     async (request) => {
-      const { user } = authenticatedContextOf(request).actor;
-      const page = await serverQueries.list(authenticatedContextOf(request).actor, request.query);
-      return listEnvelope(request, page, (entry) => toServerResource(entry.server, user, entry.permissions));
+      const { actor } = authenticatedContextOf(request);
+      const page = await serverQueries.list(actor, request.query);
+      return listEnvelope(request, page, (listed) => toServerResource(listed, actor.user));
     },
   );
 
@@ -48,9 +48,9 @@ export function serverRoutes(
       ),
       preValidation: serverAccess(access),
     },
-    (request) => {
-      const { server, permissions } = accessOf(request);
-      return toServerResource(server, authenticatedContextOf(request).actor.user, permissions);
+    async (request) => {
+      const listed = await serverQueries.describe(accessOf(request));
+      return toServerResource(listed, authenticatedContextOf(request).actor.user);
     },
   );
 

@@ -816,6 +816,19 @@ export interface paths {
                   is_server_owner: boolean;
                   /** @description `*` for the owner and administrators. */
                   user_permissions: string[];
+                  /** @description null when the caller may not read the server’s backups (a subuser without `backup.read`). */
+                  backup_summary: {
+                    /** @description Backups the server has, finished or not: what counts against `feature_limits.backups`. */
+                    count: number;
+                    /** @description The size of all of them together. */
+                    bytes: number;
+                    /** @description When the last successful backup finished; null when none has. */
+                    last_successful_at: string | null;
+                    /** @description When the last failed backup finished; null when none has. */
+                    last_failed_at: string | null;
+                    /** @description `last_backup_failed`: the most recently finished backup failed. `no_recent_backup`: no backup succeeded in the last 7 days. Empty when neither holds. */
+                    warnings: ('last_backup_failed' | 'no_recent_backup')[];
+                  } | null;
                 };
               }[];
               meta: {
@@ -907,6 +920,19 @@ export interface paths {
                 is_server_owner: boolean;
                 /** @description `*` for the owner and administrators. */
                 user_permissions: string[];
+                /** @description null when the caller may not read the server’s backups (a subuser without `backup.read`). */
+                backup_summary: {
+                  /** @description Backups the server has, finished or not: what counts against `feature_limits.backups`. */
+                  count: number;
+                  /** @description The size of all of them together. */
+                  bytes: number;
+                  /** @description When the last successful backup finished; null when none has. */
+                  last_successful_at: string | null;
+                  /** @description When the last failed backup finished; null when none has. */
+                  last_failed_at: string | null;
+                  /** @description `last_backup_failed`: the most recently finished backup failed. `no_recent_backup`: no backup succeeded in the last 7 days. Empty when neither holds. */
+                  warnings: ('last_backup_failed' | 'no_recent_backup')[];
+                } | null;
               };
             };
           };
@@ -1128,6 +1154,8 @@ export interface paths {
                   completed_at: string | null;
                   is_successful: boolean;
                   is_locked: boolean;
+                  /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
+                  file_count: number | null;
                   /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                   progress: {
                     operation: 'backup' | 'restore';
@@ -1214,6 +1242,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
+                file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';
@@ -1286,6 +1316,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
+                file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';
@@ -1433,6 +1465,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
+                file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';

@@ -33,6 +33,9 @@ export type Server = Ok<paths['/api/client/servers/{server}']['get']>;
 /** null when idle; otherwise what the server is busy with (`restoring_backup`, `installing`, …). */
 export type ServerStatus = Server['attributes']['status'];
 
+/** A server's backups summed up (null in `meta` for a caller who may not read them). */
+export type BackupSummary = NonNullable<Server['meta']['backup_summary']>;
+
 export type Backup = Ok<paths['/api/client/servers/{server}/backups/{backup}']['get']>;
 
 export type BackupAttributes = Backup['attributes'];

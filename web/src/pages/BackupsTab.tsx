@@ -1,31 +1,33 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useMemo, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage, fieldError } from '../api/client.ts';
-import {
-  isInProgress,
-  keys,
-  serverPath,
-  updateBackup,
-  updateServerStatus,
-  useBackups,
-} from '../api/hooks.ts';
+import { isInProgress, keys, serverPath, updateBackup, useBackups } from '../api/hooks.ts';
 import type { Backup, BackupAttributes, List, Server } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
 import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
+import { IgnoredPatterns } from '../components/IgnoredPatterns.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
 import { ProgressBar } from '../components/ProgressBar.tsx';
 import { Time } from '../components/Time.tsx';
-import { formatBytes, plural } from '../format.ts';
+import { formatBackupSize, plural } from '../format.ts';
 import type { Can } from '../permissions.ts';
 import { useLocation, withParams } from '../router.tsx';
+import { useBackupNotices } from './notices.ts';
+import { RestoreBackupDialog } from './RestoreBackupDialog.tsx';
 
-function CreateBackupDialog({ id, onClose }: { id: string; onClose: () => void }) {
+interface CreateBackupDialogProps {
+  id: string;
+  /** The backup just started (to announce it). */
+  onStarted: (backup: BackupAttributes) => void;
+  onClose: () => void;
+}
+
+function CreateBackupDialog({ id, onStarted, onClose }: CreateBackupDialogProps) {
   const client = useQueryClient();
-  const notify = useNotify();
   const [name, setName] = useState('');
   const [ignored, setIgnored] = useState('');
   const [locked, setLocked] = useState(false);
@@ -42,7 +44,7 @@ function CreateBackupDialog({ id, onClose }: { id: string; onClose: () => void }
           : { ...list, data: [backup, ...list.data] },
       );
       void client.invalidateQueries({ queryKey: keys.backups(id) });
-      notify(`Backup ${backup.attributes.name} started.`);
+      onStarted(backup.attributes);
       onClose();
     },
   });
@@ -127,7 +129,7 @@ function BackupState({ backup, guessBytes }: { backup: BackupAttributes; guessBy
   if (!backup.is_successful) return <span className="badge status-failed">Failed</span>;
   return (
     <span className="muted small">
-      {formatBytes(backup.bytes)}
+      {formatBackupSize(backup.bytes, backup.file_count)}
       {backup.checksum === null ? null : (
         <>
           {' · '}
@@ -153,7 +155,6 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
   const backups = useBackups(id, page, { enabled: true, poll: !live });
   const [creating, setCreating] = useState(false);
   const [restoring, setRestoring] = useState<BackupAttributes | null>(null);
-  const [truncate, setTruncate] = useState(false);
   const [deleting, setDeleting] = useState<BackupAttributes | null>(null);
   const busy = server.attributes.status !== null;
   const count = backups.data?.meta?.backup_count ?? backups.data?.meta?.pagination?.total ?? 0;
@@ -163,6 +164,8 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
   const guessBytes =
     backups.data?.data.find((b) => b.attributes.completed_at !== null && b.attributes.is_successful)
       ?.attributes.bytes ?? null;
+  const shown = useMemo(() => backups.data?.data.map((backup) => backup.attributes), [backups.data]);
+  const announceBackup = useBackupNotices(shown);
 
   const lock = useMutation({
     mutationFn: (backup: BackupAttributes) =>
@@ -255,10 +258,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
                   {can('backup.restore') && done ? (
                     <button
                       type="button"
-                      onClick={() => {
-                        setTruncate(false);
-                        setRestoring(backup);
-                      }}
+                      onClick={() => setRestoring(backup)}
                       disabled={busy}
                       title={busy ? 'The server is busy' : undefined}
                     >
@@ -282,6 +282,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
                     </button>
                   ) : null}
                 </div>
+                <IgnoredPatterns patterns={backup.ignored_files} />
               </li>
             );
           })}
@@ -295,44 +296,11 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
           noun="backup"
         />
       )}
-      {creating ? <CreateBackupDialog id={id} onClose={() => setCreating(false)} /> : null}
+      {creating ? (
+        <CreateBackupDialog id={id} onStarted={announceBackup} onClose={() => setCreating(false)} />
+      ) : null}
       {restoring === null ? null : (
-        <ConfirmDialog
-          title={`Restore ${restoring.name}?`}
-          message={
-            <p>
-              The server&apos;s files are replaced by the backup&apos;s. Files the backup does not have are
-              kept, unless you choose to delete all files first. The server cannot be used for other backup
-              work while it restores.
-            </p>
-          }
-          confirmLabel={truncate ? 'Delete all files and restore' : 'Restore'}
-          danger={truncate}
-          onClose={() => setRestoring(null)}
-          onConfirm={async () => {
-            await api(`${serverPath(id)}/backups/${restoring.uuid}/restore`, {
-              method: 'POST',
-              body: { truncate },
-            });
-            updateServerStatus(client, id, 'restoring_backup');
-            void client.invalidateQueries({ queryKey: keys.server(id) });
-            void client.invalidateQueries({ queryKey: keys.servers });
-            notify(`Restoring ${restoring.name}…`);
-          }}
-        >
-          <label className="check">
-            <input
-              type="checkbox"
-              name="truncate"
-              checked={truncate}
-              onChange={(e) => setTruncate(e.target.checked)}
-            />
-            <span>
-              <strong>Delete all files first</strong>: the server holds exactly what the backup holds
-              afterwards. Files made since the backup are lost.
-            </span>
-          </label>
-        </ConfirmDialog>
+        <RestoreBackupDialog id={id} backup={restoring} onClose={() => setRestoring(null)} />
       )}
       {deleting === null ? null : (
         <ConfirmDialog

@@ -1,17 +1,15 @@
-import { useEffect, useRef } from 'react';
 import { ApiError } from '../api/client.ts';
 import { useServerEvents } from '../api/events.ts';
 import { useBackups, useServer } from '../api/hooks.ts';
-import type { Server } from '../api/types.ts';
 import { ActivityFeed } from '../components/ActivityFeed.tsx';
 import { RequestError } from '../components/Form.tsx';
-import { useNotify } from '../components/Notices.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { ProgressBar } from '../components/ProgressBar.tsx';
 import { StatusBadge } from '../components/StatusBadge.tsx';
 import { permissionsOf } from '../permissions.ts';
 import { Link } from '../router.tsx';
 import { BackupsTab } from './BackupsTab.tsx';
+import { useRestoreFinishedNotice } from './notices.ts';
 import { SubusersTab } from './SubusersTab.tsx';
 
 const TABS = [
@@ -50,22 +48,10 @@ function RestoringBanner({
   );
 }
 
-function useRestoreFinishedNotice(server: Server | undefined) {
-  const notify = useNotify();
-  const previous = useRef<string | null | undefined>(undefined);
-  const status = server?.attributes.status;
-  useEffect(() => {
-    if (status === undefined) return;
-    if (previous.current === 'restoring_backup' && status !== 'restoring_backup')
-      notify('The restore has finished.');
-    previous.current = status;
-  }, [status, notify]);
-}
-
 export function ServerPage({ id, tab }: { id: string; tab: string | null }) {
   const { live } = useServerEvents(id, true);
   const server = useServer(id, { poll: !live });
-  useRestoreFinishedNotice(server.data);
+  useRestoreFinishedNotice(id, server.data);
 
   if (server.data === undefined) {
     if (server.error instanceof ApiError && server.error.status === 404)

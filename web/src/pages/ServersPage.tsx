@@ -1,9 +1,21 @@
 import { useServers } from '../api/hooks.ts';
+import { BackupWarnings, LastSuccessfulBackup } from '../components/BackupHealth.tsx';
 import { RequestError } from '../components/Form.tsx';
 import { Loading, Page } from '../components/Page.tsx';
 import { Pagination } from '../components/Pagination.tsx';
 import { StatusBadge } from '../components/StatusBadge.tsx';
+import { formatBytes } from '../format.ts';
 import { Link, useLocation, withParams } from '../router.tsx';
+
+/** What a backup cell shows to a subuser without `backup.read`. */
+function NotShown() {
+  return (
+    <span className="muted">
+      <span aria-hidden="true">—</span>
+      <span className="visually-hidden">not shown to you</span>
+    </span>
+  );
+}
 
 function pageOf(value: string | null): number {
   const page = Number(value);
@@ -32,6 +44,9 @@ export function ServersPage() {
                 <th scope="col">Identifier</th>
                 <th scope="col">Status</th>
                 <th scope="col">Your role</th>
+                <th scope="col">Last successful backup</th>
+                <th scope="col">Backups</th>
+                <th scope="col">Backup size</th>
               </tr>
             </thead>
             <tbody>
@@ -57,6 +72,26 @@ export function ServersPage() {
                       : meta.user_permissions.includes('*')
                         ? 'Administrator'
                         : 'Subuser'}
+                  </td>
+                  <td data-label="Last successful backup">
+                    {meta.backup_summary === null ? (
+                      <NotShown />
+                    ) : (
+                      <>
+                        <LastSuccessfulBackup summary={meta.backup_summary} />
+                        <BackupWarnings summary={meta.backup_summary} />
+                      </>
+                    )}
+                  </td>
+                  <td data-label="Backups">
+                    {meta.backup_summary === null ? (
+                      <NotShown />
+                    ) : (
+                      `${meta.backup_summary.count} of ${server.feature_limits.backups}`
+                    )}
+                  </td>
+                  <td data-label="Backup size">
+                    {meta.backup_summary === null ? <NotShown /> : formatBytes(meta.backup_summary.bytes)}
                   </td>
                 </tr>
               ))}
