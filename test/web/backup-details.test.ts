@@ -11,7 +11,8 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { toBackupRow } from '../../src/backups/backup.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
-import { createServer, createUser } from '../support/harness.ts';
+import { addSubuser, createServer, createUser } from '../support/harness.ts';
+import { storedArchive } from '../support/restores.ts';
 import { checkPage, logIn, RUN_BROWSER_TESTS, usePanel, type PanelServer } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -49,6 +50,8 @@ async function insertBackup(
         bytes: fields.bytes ?? 1000,
         isSuccessful: true,
         isLocked: false,
+        isAutomatic: false,
+        scheduleId: null,
         createdAt: at,
         completedAt: at,
         files: fields.files ?? null,
@@ -233,32 +236,110 @@ describe.runIf(RUN_BROWSER_TESTS)('the details of backups in the panel', () => {
     await context.close();
   });
 
-  it('names a restore once in its notice, which gives way to the restore’s end', async () => {
+  /** Makes a backup named `name` through the panel and waits for it to finish (the four files). */
+  async function makeBackup(page: Page, name: string): Promise<void> {
+    await page.getByRole('button', { name: 'Create backup' }).click();
+    await page.getByLabel('Name').fill(name);
+    await page.getByRole('button', { name: 'Start backup' }).click();
+    await card(page, name)
+      .getByText(/ B, 4 files · sha256:/)
+      .waitFor({ timeout: 30_000 });
+  }
+
+  /**
+   * Restores `name` through the panel, held in the queue until the banner and the notice of its
+   * start have been seen, and then let run.
+   */
+  async function restoreThroughPanel(page: Page, name: string): Promise<void> {
+    await panel.server.pauseJobs();
+    try {
+      await card(page, name).getByRole('button', { name: 'Restore' }).click();
+      await page
+        .getByRole('dialog', { name: `Restore ${name}?` })
+        .getByRole('button', { name: 'Restore' })
+        .click();
+      await page.getByTestId('restoring-banner').waitFor();
+      await expect.poll(() => notices(page)).toContain(`Started restoring "${name}".`);
+    } finally {
+      panel.server.resumeJobs();
+    }
+    await page.getByTestId('restoring-banner').waitFor({ state: 'detached', timeout: 30_000 });
+  }
+
+  /** The notices about restores shown now. */
+  const restoreNotices = async (page: Page) => (await notices(page)).filter((text) => /restor/i.test(text));
+
+  it('names a restore once in its notice, which gives way to the restore’s outcome and what it wrote', async () => {
     const server = await serverWithFiles('Restored');
     const { context, page, problems } = await panel.open();
     await logIn(page, 'ada', PASSWORD, `/servers/${server.identifier}`);
     await expect.poll(() => page.locator('.live').textContent()).toBe('Live');
-    await page.getByRole('button', { name: 'Create backup' }).click();
-    await page.getByLabel('Name').fill('before-1.21-update');
-    await page.getByRole('button', { name: 'Start backup' }).click();
-    const backup = card(page, 'before-1.21-update');
-    await backup.getByText(/ B, 4 files · sha256:/).waitFor({ timeout: 30_000 });
+    await makeBackup(page, 'before-1.21-update');
 
-    await panel.server.pauseJobs();
-    try {
-      await backup.getByRole('button', { name: 'Restore' }).click();
-      await page
-        .getByRole('dialog', { name: 'Restore before-1.21-update?' })
-        .getByRole('button', { name: 'Restore' })
-        .click();
-      await page.getByTestId('restoring-banner').waitFor();
-      await expect.poll(() => notices(page)).toContain('Started restoring "before-1.21-update".');
-    } finally {
-      panel.server.resumeJobs();
-    }
-    await expect.poll(() => notices(page), { timeout: 30_000 }).toContain('The restore has finished.');
-    const shown = await notices(page);
-    expect(shown.filter((text) => /restor/i.test(text))).toEqual(['The restore has finished.']);
+    await restoreThroughPanel(page, 'before-1.21-update');
+    // The server's own count, from its activity entry "Finished restoring backup … (4 files)".
+    await expect
+      .poll(() => restoreNotices(page), { timeout: 30_000 })
+      .toEqual(['Finished restoring "before-1.21-update" (4 files).']);
+    expect(await page.locator('.notices .notice-error').count()).toBe(0);
+    checkPage(problems);
+    await context.close();
+  });
+
+  it('replaces the notice of a restore that fails with its failure and the server’s reason', async () => {
+    const server = await serverWithFiles('Unrestorable');
+    const { context, page, problems } = await panel.open();
+    await logIn(page, 'ada', PASSWORD, `/servers/${server.identifier}`);
+    await expect.poll(() => page.locator('.live').textContent()).toBe('Live');
+    await makeBackup(page, 'lost-archive');
+    // Its archive is gone from the store: the restore fails for real, in the worker.
+    const { id } = await panel.server.app.db.kysely
+      .selectFrom('backups')
+      .select('id')
+      .where('server_id', '=', server.id)
+      .where('name', '=', 'lost-archive')
+      .executeTakeFirstOrThrow();
+    fs.rmSync(storedArchive(panel.server.app, server.id, id));
+    const volumeBefore = fs.readFileSync(path.join(server.volume, 'server.properties'), 'utf8');
+
+    await restoreThroughPanel(page, 'lost-archive');
+    await expect
+      .poll(() => restoreNotices(page), { timeout: 30_000 })
+      .toEqual(['Restoring "lost-archive" failed: the backup archive is missing from storage.']);
+    expect(await page.locator('.notices .notice-error').allTextContents()).toEqual([
+      'Restoring "lost-archive" failed: the backup archive is missing from storage.',
+    ]);
+    // Nothing says the restore finished (the backup's own "Finished backup" notice may remain).
+    expect(
+      (await notices(page)).filter((text) => /restore has finished|finished restoring/i.test(text)),
+    ).toEqual([]);
+    expect(fs.readFileSync(path.join(server.volume, 'server.properties'), 'utf8')).toBe(volumeBefore);
+    checkPage(problems);
+    await context.close();
+  });
+
+  it('tells a subuser who may not read the server’s activity only that the restore has finished', async () => {
+    const server = await serverWithFiles('Shared');
+    const restorer = await createUser(panel.server.app, { username: 'restorer', password: PASSWORD });
+    await addSubuser(panel.server.app, server.id, restorer, [
+      'backup.read',
+      'backup.create',
+      'backup.restore',
+    ]);
+    const { context, page, problems } = await panel.open();
+    const activityRequests: string[] = [];
+    page.on('request', (request) => {
+      if (/^\/api\/client\/servers\/.*\/activity$/.test(new URL(request.url()).pathname))
+        activityRequests.push(request.url());
+    });
+    await logIn(page, 'restorer', PASSWORD, `/servers/${server.identifier}`);
+    await expect.poll(() => page.locator('.live').textContent()).toBe('Live');
+    await makeBackup(page, 'shared-nightly');
+
+    await restoreThroughPanel(page, 'shared-nightly');
+    await expect.poll(() => restoreNotices(page), { timeout: 30_000 }).toEqual(['The restore has finished.']);
+    // The outcome is in a feed this subuser may not read: it is not asked for, nor guessed.
+    expect(activityRequests).toEqual([]);
     checkPage(problems);
     await context.close();
   });

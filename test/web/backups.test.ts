@@ -162,7 +162,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       [...percents].join(' '),
     ).toBe(true);
     await page.locator('.page-aside').getByText('Ready').waitFor();
-    await page.getByText('The restore has finished.').waitFor();
+    await page.getByText('Finished restoring "first" (49 files).').waitFor();
     await listRow.getByText('Ready').waitFor({ timeout: 10_000 });
 
     expect(fs.readFileSync(path.join(world.volume, 'server.properties'), 'utf8')).toBe('motd=before\n');
@@ -245,7 +245,7 @@ describe.runIf(RUN_BROWSER_TESTS)('servers and backups in the panel', () => {
       .getByRole('dialog', { name: 'Restore single?' })
       .getByRole('button', { name: 'Restore' })
       .click();
-    await page.getByText('The restore has finished.').waitFor({ timeout: 30_000 });
+    await page.getByText('Finished restoring "single" (1 file).').waitFor({ timeout: 30_000 });
 
     await page.goto(`/servers/${hut.identifier}/activity?event=restore`);
     await expect
