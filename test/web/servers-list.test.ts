@@ -35,6 +35,8 @@ async function insertBackup(
         bytes: backup.successful ? (backup.bytes ?? 1000) : 0,
         isSuccessful: backup.successful,
         isLocked: false,
+        isAutomatic: false,
+        scheduleId: null,
         createdAt: at,
         completedAt: at,
         files: null,

@@ -18,7 +18,7 @@ function Routes({ pathname }: { pathname: string }) {
   if (pathname === '/activity') return <ActivityPage />;
   if (pathname === '/account') return <AccountPage />;
   if (pathname === '/account/api-keys') return <ApiKeysPage />;
-  const server = /^\/servers\/([^/]+)(?:\/(backups|activity|users))?$/.exec(pathname);
+  const server = /^\/servers\/([^/]+)(?:\/(backups|schedules|activity|users))?$/.exec(pathname);
   if (server?.[1] !== undefined) {
     const id = decodeURIComponent(server[1]);
     return <ServerPage key={id} id={id} tab={server[2] ?? null} />;

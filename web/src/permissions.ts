@@ -12,6 +12,15 @@ export const PERMISSIONS: { group: string; items: { name: string; label: string 
     ],
   },
   {
+    group: 'Schedules',
+    items: [
+      { name: 'schedule.read', label: 'See schedules' },
+      { name: 'schedule.create', label: 'Create schedules' },
+      { name: 'schedule.update', label: 'Change schedules and their tasks, and run them now' },
+      { name: 'schedule.delete', label: 'Delete schedules' },
+    ],
+  },
+  {
     group: 'Subusers',
     items: [
       { name: 'user.read', label: 'See subusers' },

@@ -25,6 +25,15 @@ export class ApiError extends Error {
     this.retryAfter = retryAfter;
   }
 
+  /**
+   * Whether the error is about fields: a 422, or another refusal whose every error object names
+   * its field (a schedule's cron expression that does not evaluate: a 400 naming `minute`).
+   */
+  get aboutFields(): boolean {
+    if (this.status === 422) return true;
+    return this.errors.length > 0 && this.errors.every((error) => error.meta?.source_field !== undefined);
+  }
+
   /** A 422's messages by field (`description`, `allowed_ips.1`, …). */
   get fields(): Record<string, string> {
     const out: Record<string, string> = {};
@@ -36,9 +45,12 @@ export class ApiError extends Error {
   }
 }
 
-/** What the API's 422 says about one field, or about any of its items (`allowed_ips` → `allowed_ips.2`). */
+/**
+ * What the API's 422 (or another refusal naming its field) says about one field, or about any of
+ * its items (`allowed_ips` → `allowed_ips.2`).
+ */
 export function fieldError(error: unknown, field: string): string | undefined {
-  if (!(error instanceof ApiError) || error.status !== 422) return undefined;
+  if (!(error instanceof ApiError) || !error.aboutFields) return undefined;
   const fields = error.fields;
   if (fields[field] !== undefined) return fields[field];
   const item = Object.keys(fields).find((key) => key.startsWith(`${field}.`));
@@ -59,8 +71,21 @@ export function errorMessage(error: unknown): string {
 /** A failure that is not about one field (a wrong password is a 400 with a sentence), or null. */
 export function formError(error: unknown): string | null {
   if (error === null) return null;
-  if (error instanceof ApiError && error.status === 422 && Object.keys(error.fields).length > 0) return null;
+  if (error instanceof ApiError && error.aboutFields && Object.keys(error.fields).length > 0) return null;
   return errorMessage(error);
+}
+
+/**
+ * A failure to show for the form as a whole when the form shows `shown` at their fields: the
+ * sentence of a failure about no field, or what the API said about fields the form has not.
+ */
+export function formErrorBeside(error: unknown, shown: readonly string[]): string | null {
+  const whole = formError(error);
+  if (whole !== null || !(error instanceof ApiError)) return whole;
+  const others = Object.entries(error.fields)
+    .filter(([field]) => !shown.some((name) => field === name || field.startsWith(`${name}.`)))
+    .map(([, message]) => message);
+  return others.length === 0 ? null : others.join(' ');
 }
 
 type Unauthenticated = () => void;

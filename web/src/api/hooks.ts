@@ -8,6 +8,9 @@ import type {
   Backup,
   BackupAttributes,
   List,
+  RetentionPolicy,
+  RetentionPreview,
+  Schedule,
   Server,
   Subuser,
 } from './types.ts';
@@ -20,6 +23,8 @@ export const keys = {
   server: (id: string) => ['server', id] as const,
   backups: (id: string) => ['backups', id] as const,
   subusers: (id: string) => ['subusers', id] as const,
+  schedules: (id: string) => ['schedules', id] as const,
+  retention: (id: string) => ['retention', id] as const,
 };
 
 export const serverPath = (id: string) => `/api/client/servers/${encodeURIComponent(id)}`;
@@ -103,6 +108,53 @@ export function useSubusers(id: string, enabled: boolean) {
     queryKey: keys.subusers(id),
     queryFn: () => api<List<Subuser>>(`${serverPath(id)}/users`),
     enabled,
+  });
+}
+
+/** A server's schedules; read again every few seconds while one of them runs. */
+export function useSchedules(id: string) {
+  return useQuery({
+    queryKey: keys.schedules(id),
+    queryFn: () => api<List<Schedule>>(`${serverPath(id)}/schedules`),
+    refetchInterval: (q) =>
+      q.state.data?.data.some((schedule) => schedule.attributes.is_processing) ? 2000 : false,
+  });
+}
+
+export function useRetentionPolicy(id: string, enabled: boolean) {
+  return useQuery({
+    queryKey: keys.retention(id),
+    queryFn: () => api<RetentionPolicy>(`${serverPath(id)}/backups/retention`),
+    enabled,
+  });
+}
+
+/** The rules of a policy, as the preview's query takes them: a count for each rule that is on. */
+export type RetentionRules = Partial<Record<RetentionRule, number>>;
+
+export const RETENTION_RULES = [
+  'keep_last',
+  'keep_hourly',
+  'keep_daily',
+  'keep_weekly',
+  'keep_monthly',
+  'keep_yearly',
+] as const;
+
+export type RetentionRule = (typeof RETENTION_RULES)[number];
+
+/**
+ * What `rules` would keep and delete now. With no rule on, it asks for `keep_last=0`: a policy
+ * that keeps everything (an empty query would preview the saved policy instead).
+ */
+export function useRetentionPreview(id: string, rules: RetentionRules | null) {
+  const asked = rules === null || Object.keys(rules).length > 0 ? rules : { keep_last: 0 };
+  return useQuery({
+    queryKey: [...keys.retention(id), 'preview', asked],
+    queryFn: ({ signal }) =>
+      api<RetentionPreview>(`${serverPath(id)}/backups/retention/preview${query(asked ?? {})}`, { signal }),
+    enabled: asked !== null,
+    placeholderData: keepPreviousData,
   });
 }
 

@@ -1154,6 +1154,8 @@ export interface paths {
                   completed_at: string | null;
                   is_successful: boolean;
                   is_locked: boolean;
+                  /** @description Beyond Pterodactyl: made by a schedule. Automatic backups make room for themselves at the backup limit (the oldest unlocked one is deleted) and follow the retention policy; backups made by hand are never deleted but by a user. */
+                  is_automatic: boolean;
                   /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                   file_count: number | null;
                   /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
@@ -1242,6 +1244,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: made by a schedule. Automatic backups make room for themselves at the backup limit (the oldest unlocked one is deleted) and follow the retention policy; backups made by hand are never deleted but by a user. */
+                is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
@@ -1316,6 +1320,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: made by a schedule. Automatic backups make room for themselves at the backup limit (the oldest unlocked one is deleted) and follow the retention policy; backups made by hand are never deleted but by a user. */
+                is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
@@ -1465,6 +1471,8 @@ export interface paths {
                 completed_at: string | null;
                 is_successful: boolean;
                 is_locked: boolean;
+                /** @description Beyond Pterodactyl: made by a schedule. Automatic backups make room for themselves at the backup limit (the oldest unlocked one is deleted) and follow the retention policy; backups made by hand are never deleted but by a user. */
+                is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
@@ -1483,6 +1491,68 @@ export interface paths {
                   /** @description When the progress was last written (about once a second). */
                   updated_at: string;
                 } | null;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/backups/delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Delete several backups (beyond Pterodactyl): each checked as a single delete is; answers which were deleted and which refused (backup.delete) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description The backups to delete, at most 100; one named twice counts once. */
+            backups: string[];
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'backup_bulk_delete';
+              attributes: {
+                /** @description The backups deleted. */
+                deleted: string[];
+                /** @description The backups not deleted, with the error a single delete gives: unknown or of another server (404), locked (400), still being made or the server restoring (409). */
+                refused: {
+                  /** @description The backup as it was named in the request. */
+                  uuid: string;
+                  /** @description What deleting it alone would have answered: 404, 400 or 409. */
+                  status: string;
+                  code: string;
+                  detail: string;
+                }[];
               };
             };
           };
@@ -1538,6 +1608,801 @@ export interface paths {
         };
       };
     };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/schedules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The server's schedules, each with its tasks (schedule.read) */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'list';
+              data: {
+                /** @enum {string} */
+                object: 'server_schedule';
+                attributes: {
+                  id: number;
+                  name: string;
+                  cron: {
+                    day_of_week: string;
+                    day_of_month: string;
+                    month: string;
+                    hour: string;
+                    minute: string;
+                  };
+                  is_active: boolean;
+                  /** @description Whether a run is in progress. */
+                  is_processing: boolean;
+                  only_when_online: boolean;
+                  /** @description When the last run started; null before the first. */
+                  last_run_at: string | null;
+                  /** @description When the schedule next runs (if active), in UTC; the expression is read in AERIE_TIMEZONE. */
+                  next_run_at: string | null;
+                  created_at: string;
+                  updated_at: string;
+                  relationships: {
+                    tasks: {
+                      /** @enum {string} */
+                      object: 'list';
+                      data: {
+                        /** @enum {string} */
+                        object: 'schedule_task';
+                        attributes: {
+                          id: number;
+                          sequence_id: number;
+                          action: string;
+                          payload: string;
+                          time_offset: number;
+                          /** @description Whether the task waits, in a run, for its turn. */
+                          is_queued: boolean;
+                          continue_on_failure: boolean;
+                          created_at: string;
+                          updated_at: string;
+                        };
+                      }[];
+                    };
+                  };
+                };
+              }[];
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    /** Create a schedule (schedule.create) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            name: string;
+            /**
+             * @description Whether the schedule runs by itself (as Pterodactyl, false when left out).
+             * @default false
+             */
+            is_active: boolean;
+            /**
+             * @description Skip a run whose server is busy (installing, suspended, restoring a backup, being transferred) when it starts, rather than let its tasks fail: Aerie has no daemon, so a server counts as online when it has no status.
+             * @default false
+             */
+            only_when_online: boolean;
+            /** @description Cron minute field: `0`, `*\/15`, `0,30`, `5-10`. */
+            minute: string;
+            /** @description Cron hour field. */
+            hour: string;
+            /** @description Cron day-of-month field (`L`: the last day). */
+            day_of_month: string;
+            /** @description Cron month field (`1`-`12` or `JAN`-`DEC`). */
+            month: string;
+            /** @description Cron day-of-week field (`0`-`7`, Sunday being 0 and 7, or `MON`-`SUN`). */
+            day_of_week: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'server_schedule';
+              attributes: {
+                id: number;
+                name: string;
+                cron: {
+                  day_of_week: string;
+                  day_of_month: string;
+                  month: string;
+                  hour: string;
+                  minute: string;
+                };
+                is_active: boolean;
+                /** @description Whether a run is in progress. */
+                is_processing: boolean;
+                only_when_online: boolean;
+                /** @description When the last run started; null before the first. */
+                last_run_at: string | null;
+                /** @description When the schedule next runs (if active), in UTC; the expression is read in AERIE_TIMEZONE. */
+                next_run_at: string | null;
+                created_at: string;
+                updated_at: string;
+                relationships: {
+                  tasks: {
+                    /** @enum {string} */
+                    object: 'list';
+                    data: {
+                      /** @enum {string} */
+                      object: 'schedule_task';
+                      attributes: {
+                        id: number;
+                        sequence_id: number;
+                        action: string;
+                        payload: string;
+                        time_offset: number;
+                        /** @description Whether the task waits, in a run, for its turn. */
+                        is_queued: boolean;
+                        continue_on_failure: boolean;
+                        created_at: string;
+                        updated_at: string;
+                      };
+                    }[];
+                  };
+                };
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/schedules/{schedule}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One schedule, with its tasks (schedule.read) */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'server_schedule';
+              attributes: {
+                id: number;
+                name: string;
+                cron: {
+                  day_of_week: string;
+                  day_of_month: string;
+                  month: string;
+                  hour: string;
+                  minute: string;
+                };
+                is_active: boolean;
+                /** @description Whether a run is in progress. */
+                is_processing: boolean;
+                only_when_online: boolean;
+                /** @description When the last run started; null before the first. */
+                last_run_at: string | null;
+                /** @description When the schedule next runs (if active), in UTC; the expression is read in AERIE_TIMEZONE. */
+                next_run_at: string | null;
+                created_at: string;
+                updated_at: string;
+                relationships: {
+                  tasks: {
+                    /** @enum {string} */
+                    object: 'list';
+                    data: {
+                      /** @enum {string} */
+                      object: 'schedule_task';
+                      attributes: {
+                        id: number;
+                        sequence_id: number;
+                        action: string;
+                        payload: string;
+                        time_offset: number;
+                        /** @description Whether the task waits, in a run, for its turn. */
+                        is_queued: boolean;
+                        continue_on_failure: boolean;
+                        created_at: string;
+                        updated_at: string;
+                      };
+                    }[];
+                  };
+                };
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    /** Change a schedule: the whole body again, as to create one (schedule.update) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            name: string;
+            /**
+             * @description Whether the schedule runs by itself (as Pterodactyl, false when left out).
+             * @default false
+             */
+            is_active: boolean;
+            /**
+             * @description Skip a run whose server is busy (installing, suspended, restoring a backup, being transferred) when it starts, rather than let its tasks fail: Aerie has no daemon, so a server counts as online when it has no status.
+             * @default false
+             */
+            only_when_online: boolean;
+            /** @description Cron minute field: `0`, `*\/15`, `0,30`, `5-10`. */
+            minute: string;
+            /** @description Cron hour field. */
+            hour: string;
+            /** @description Cron day-of-month field (`L`: the last day). */
+            day_of_month: string;
+            /** @description Cron month field (`1`-`12` or `JAN`-`DEC`). */
+            month: string;
+            /** @description Cron day-of-week field (`0`-`7`, Sunday being 0 and 7, or `MON`-`SUN`). */
+            day_of_week: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'server_schedule';
+              attributes: {
+                id: number;
+                name: string;
+                cron: {
+                  day_of_week: string;
+                  day_of_month: string;
+                  month: string;
+                  hour: string;
+                  minute: string;
+                };
+                is_active: boolean;
+                /** @description Whether a run is in progress. */
+                is_processing: boolean;
+                only_when_online: boolean;
+                /** @description When the last run started; null before the first. */
+                last_run_at: string | null;
+                /** @description When the schedule next runs (if active), in UTC; the expression is read in AERIE_TIMEZONE. */
+                next_run_at: string | null;
+                created_at: string;
+                updated_at: string;
+                relationships: {
+                  tasks: {
+                    /** @enum {string} */
+                    object: 'list';
+                    data: {
+                      /** @enum {string} */
+                      object: 'schedule_task';
+                      attributes: {
+                        id: number;
+                        sequence_id: number;
+                        action: string;
+                        payload: string;
+                        time_offset: number;
+                        /** @description Whether the task waits, in a run, for its turn. */
+                        is_queued: boolean;
+                        continue_on_failure: boolean;
+                        created_at: string;
+                        updated_at: string;
+                      };
+                    }[];
+                  };
+                };
+              };
+            };
+          };
+        };
+      };
+    };
+    /** Delete a schedule and its tasks (schedule.delete) */
+    delete: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+      };
+    };
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/schedules/{schedule}/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Run a schedule now, even an inactive one (schedule.update): 202, its tasks run in the background */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The run is queued. */
+        202: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/schedules/{schedule}/tasks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Add a task to a schedule; at most 10 (schedule.update) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description `backup` only: Aerie controls no server process, so `power` and `command` tasks are refused (422). */
+            action: 'backup' | 'command' | 'power';
+            /** @description For a backup: the files to leave out, one pattern a line, as in a .gitignore; may be empty or null. */
+            payload?: string | null;
+            /** @description Seconds to wait after the previous task (for the first task, after the run starts). */
+            time_offset: number;
+            /** @description Where the task goes: the tasks from this place on move one down. Left out (or past the end): last. */
+            sequence_id?: number;
+            /**
+             * @description Go on with the next task if this one fails (otherwise the run stops there).
+             * @default false
+             */
+            continue_on_failure: boolean;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'schedule_task';
+              attributes: {
+                id: number;
+                sequence_id: number;
+                action: string;
+                payload: string;
+                time_offset: number;
+                /** @description Whether the task waits, in a run, for its turn. */
+                is_queued: boolean;
+                continue_on_failure: boolean;
+                created_at: string;
+                updated_at: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/schedules/{schedule}/tasks/{task}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Change a task (schedule.update) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+          /** @description The task id. */
+          task: number;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description `backup` only: Aerie controls no server process, so `power` and `command` tasks are refused (422). */
+            action: 'backup' | 'command' | 'power';
+            /** @description For a backup: the files to leave out, one pattern a line, as in a .gitignore; may be empty or null. */
+            payload?: string | null;
+            /** @description Seconds to wait after the previous task (for the first task, after the run starts). */
+            time_offset: number;
+            /** @description Where the task goes: the tasks from this place on move one down. Left out (or past the end): last. */
+            sequence_id?: number;
+            /**
+             * @description Go on with the next task if this one fails (otherwise the run stops there).
+             * @default false
+             */
+            continue_on_failure: boolean;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'schedule_task';
+              attributes: {
+                id: number;
+                sequence_id: number;
+                action: string;
+                payload: string;
+                time_offset: number;
+                /** @description Whether the task waits, in a run, for its turn. */
+                is_queued: boolean;
+                continue_on_failure: boolean;
+                created_at: string;
+                updated_at: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    /** Delete a task; the tasks after it move up (schedule.update) */
+    delete: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The schedule id. */
+          schedule: number;
+          /** @description The task id. */
+          task: number;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+      };
+    };
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/backups/retention': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The server's retention policy for automatic backups (backup.delete) */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'backup_retention_policy';
+              attributes: {
+                keep_last: number | null;
+                keep_hourly: number | null;
+                keep_daily: number | null;
+                keep_weekly: number | null;
+                keep_monthly: number | null;
+                keep_yearly: number | null;
+                /** @description The zone hours, days, weeks, months and years are counted in. */
+                time_zone: string;
+                /** @description Null: no policy was ever set. */
+                updated_at: string | null;
+              };
+            };
+          };
+        };
+      };
+    };
+    /** Set the retention policy, applied after each successful automatic backup (backup.delete) */
+    put: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      /** @description The whole policy: a rule absent or null is off. With every rule off (or 0) the server has no policy and nothing is deleted. */
+      requestBody: {
+        content: {
+          'application/json': {
+            keep_last?: number | null;
+            keep_hourly?: number | null;
+            keep_daily?: number | null;
+            keep_weekly?: number | null;
+            keep_monthly?: number | null;
+            keep_yearly?: number | null;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'backup_retention_policy';
+              attributes: {
+                keep_last: number | null;
+                keep_hourly: number | null;
+                keep_daily: number | null;
+                keep_weekly: number | null;
+                keep_monthly: number | null;
+                keep_yearly: number | null;
+                /** @description The zone hours, days, weeks, months and years are counted in. */
+                time_zone: string;
+                /** @description Null: no policy was ever set. */
+                updated_at: string | null;
+              };
+            };
+          };
+        };
+      };
+    };
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/backups/retention/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What the retention policy (or the one in the query) would keep and delete now; changes nothing (backup.delete) */
+    get: {
+      parameters: {
+        query?: {
+          /** @description Keep the N newest automatic backups. */
+          keep_last?: number;
+          /** @description For the last N hours that have an automatic backup, keep the newest of each hour. */
+          keep_hourly?: number;
+          /** @description For the last N days that have an automatic backup, keep the newest of each day. */
+          keep_daily?: number;
+          /** @description For the last N weeks (ISO weeks, Monday to Sunday) that have an automatic backup, keep the newest of each. */
+          keep_weekly?: number;
+          /** @description For the last N months that have an automatic backup, keep the newest of each month. */
+          keep_monthly?: number;
+          /** @description For the last N years that have an automatic backup, keep the newest of each year. */
+          keep_yearly?: number;
+        };
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'backup_retention_preview';
+              attributes: {
+                keep_last: number | null;
+                keep_hourly: number | null;
+                keep_daily: number | null;
+                keep_weekly: number | null;
+                keep_monthly: number | null;
+                keep_yearly: number | null;
+                time_zone: string;
+                /** @description Newest first. */
+                keep: {
+                  /** Format: uuid */
+                  uuid: string;
+                  name: string;
+                  created_at: string;
+                  is_automatic: boolean;
+                  is_locked: boolean;
+                  /** @description Why it is kept: `last 2` (the second newest), `hourly 2026-11-20 14:00`, `daily 2026-11-20`, `weekly 2026-W47`, `monthly 2026-11`, `yearly 2026`, `oldest daily 2026-11-02` (a rule with counts left keeps the oldest too), `locked`, `made by hand`, `in progress`, `failed`, `no policy`. Empty for a backup that would be deleted. */
+                  reasons: string[];
+                }[];
+                /** @description What applying the policy now would delete, newest first. */
+                delete: {
+                  /** Format: uuid */
+                  uuid: string;
+                  name: string;
+                  created_at: string;
+                  is_automatic: boolean;
+                  is_locked: boolean;
+                  /** @description Why it is kept: `last 2` (the second newest), `hourly 2026-11-20 14:00`, `daily 2026-11-20`, `weekly 2026-W47`, `monthly 2026-11`, `yearly 2026`, `oldest daily 2026-11-02` (a rule with counts left keeps the oldest too), `locked`, `made by hand`, `in progress`, `failed`, `no policy`. Empty for a backup that would be deleted. */
+                  reasons: string[];
+                }[];
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1661,6 +2526,10 @@ export interface paths {
               | 'backup.delete'
               | 'backup.download'
               | 'backup.restore'
+              | 'schedule.read'
+              | 'schedule.create'
+              | 'schedule.update'
+              | 'schedule.delete'
               | 'user.read'
               | 'user.create'
               | 'user.update'
@@ -1780,6 +2649,10 @@ export interface paths {
               | 'backup.delete'
               | 'backup.download'
               | 'backup.restore'
+              | 'schedule.read'
+              | 'schedule.create'
+              | 'schedule.update'
+              | 'schedule.delete'
               | 'user.read'
               | 'user.create'
               | 'user.update'

@@ -45,6 +45,22 @@ export type Progress = NonNullable<BackupAttributes['progress']>;
 
 export type Subuser = Ok<paths['/api/client/servers/{server}/users/{user}']['get']>;
 
+/** A schedule, with its tasks (`attributes.relationships.tasks`). */
+export type Schedule = Ok<paths['/api/client/servers/{server}/schedules/{schedule}']['get']>;
+
+export type ScheduleAttributes = Schedule['attributes'];
+
+export type ScheduleTask = ScheduleAttributes['relationships']['tasks']['data'][number];
+
+/** A server's retention policy for its automatic backups. */
+export type RetentionPolicy = Ok<paths['/api/client/servers/{server}/backups/retention']['get']>;
+
+/** What a policy would keep (and why) and delete now. */
+export type RetentionPreview = Ok<paths['/api/client/servers/{server}/backups/retention/preview']['get']>;
+
+/** What a bulk delete did: the backups deleted, and those refused with the reason. */
+export type BulkDeleteResult = Ok<paths['/api/client/servers/{server}/backups/delete']['post']>;
+
 export type LoginResponse = Ok<paths['/auth/login']['post']>;
 
 export type TwoFactorSetup = Ok<paths['/api/client/account/two-factor']['get']>;
@@ -58,6 +74,7 @@ interface Lists {
   server: Ok<paths['/api/client']['get']>;
   backup: Ok<paths['/api/client/servers/{server}/backups']['get']>;
   server_subuser: Ok<paths['/api/client/servers/{server}/users']['get']>;
+  server_schedule: Ok<paths['/api/client/servers/{server}/schedules']['get']>;
 }
 
 /** The list answer whose items are `T`s (`List<Backup>`: a server's backups, with their meta). */

@@ -20,13 +20,17 @@ export function useNow(): number {
   return useSyncExternalStore(subscribe, () => now);
 }
 
-/** "5 minutes ago", with the exact time as its tooltip (and machine-readable). */
-export function Time({ iso }: { iso: string }) {
+/**
+ * "5 minutes ago", with the exact time as its tooltip (and machine-readable); with `exact`, the
+ * exact time is shown after it too: "in 5 hours (26 Nov 2026, 03:00:00 UTC)".
+ */
+export function Time({ iso, exact = false }: { iso: string; exact?: boolean }) {
   const now = useNow();
-  const exact = formatAbsolute(iso);
+  const absolute = formatAbsolute(iso);
   return (
-    <time dateTime={iso} title={exact}>
+    <time dateTime={iso} title={exact ? undefined : absolute}>
       {formatRelative(iso, now)}
+      {exact ? <span className="muted"> ({absolute})</span> : null}
     </time>
   );
 }

@@ -1,12 +1,17 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useMemo, useState, type FormEvent } from 'react';
-import { api, ApiError, errorMessage, fieldError } from '../api/client.ts';
-import { isInProgress, keys, serverPath, updateBackup, useBackups } from '../api/hooks.ts';
+import { useMemo, useState } from 'react';
+import { api, errorMessage } from '../api/client.ts';
+import {
+  isInProgress,
+  keys,
+  serverPath,
+  updateBackup,
+  useBackups,
+  useRetentionPolicy,
+} from '../api/hooks.ts';
 import type { Backup, BackupAttributes, List, Server } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { Dialog } from '../components/Dialog.tsx';
-import { Field } from '../components/Field.tsx';
-import { FormError, RequestError, SubmitButton, TextField } from '../components/Form.tsx';
+import { RequestError } from '../components/Form.tsx';
 import { IgnoredPatterns } from '../components/IgnoredPatterns.tsx';
 import { useNotify } from '../components/Notices.tsx';
 import { Loading } from '../components/Page.tsx';
@@ -16,97 +21,11 @@ import { Time } from '../components/Time.tsx';
 import { formatBackupSize, plural } from '../format.ts';
 import type { Can } from '../permissions.ts';
 import { useLocation, withParams } from '../router.tsx';
+import { BulkDeleteDialog, BulkDeleteResultNotice, type BulkOutcome } from './BulkDelete.tsx';
+import { CreateBackupDialog } from './CreateBackupDialog.tsx';
 import { useBackupNotices } from './notices.ts';
 import { RestoreBackupDialog } from './RestoreBackupDialog.tsx';
-
-interface CreateBackupDialogProps {
-  id: string;
-  /** The backup just started (to announce it). */
-  onStarted: (backup: BackupAttributes) => void;
-  onClose: () => void;
-}
-
-function CreateBackupDialog({ id, onStarted, onClose }: CreateBackupDialogProps) {
-  const client = useQueryClient();
-  const [name, setName] = useState('');
-  const [ignored, setIgnored] = useState('');
-  const [locked, setLocked] = useState(false);
-  const create = useMutation({
-    mutationFn: () =>
-      api<Backup>(`${serverPath(id)}/backups`, {
-        method: 'POST',
-        body: { ...(name.trim() === '' ? {} : { name: name.trim() }), ignored, is_locked: locked },
-      }),
-    onSuccess: (backup) => {
-      client.setQueriesData<List<Backup>>({ queryKey: [...keys.backups(id), 1] }, (list) =>
-        list === undefined || list.data.some((b) => b.attributes.uuid === backup.attributes.uuid)
-          ? list
-          : { ...list, data: [backup, ...list.data] },
-      );
-      void client.invalidateQueries({ queryKey: keys.backups(id) });
-      onStarted(backup.attributes);
-      onClose();
-    },
-  });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    create.mutate();
-  };
-  const other =
-    create.error !== null && !(create.error instanceof ApiError && create.error.status === 422)
-      ? errorMessage(create.error)
-      : null;
-  return (
-    <Dialog title="Create a backup" onClose={onClose}>
-      <form onSubmit={submit} noValidate>
-        <TextField
-          label="Name"
-          error={fieldError(create.error, 'name')}
-          hint="Optional; Aerie names it by the date otherwise."
-          name="name"
-          maxLength={191}
-          value={name}
-          onChange={setName}
-          data-autofocus
-        />
-        <Field
-          label="Ignored files"
-          error={fieldError(create.error, 'ignored')}
-          hint="Paths to leave out, one a line, as in a .gitignore: *.log, /cache, logs/, !keep.log"
-        >
-          {(control) => (
-            <textarea
-              {...control}
-              name="ignored"
-              rows={4}
-              className="mono"
-              value={ignored}
-              onChange={(e) => setIgnored(e.target.value)}
-            />
-          )}
-        </Field>
-        <label className="check">
-          <input
-            type="checkbox"
-            name="is_locked"
-            checked={locked}
-            onChange={(e) => setLocked(e.target.checked)}
-          />
-          <span>Lock it (a locked backup cannot be deleted until it is unlocked)</span>
-        </label>
-        <FormError message={other} />
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <SubmitButton pending={create.isPending} pendingLabel="Starting…">
-            Start backup
-          </SubmitButton>
-        </div>
-      </form>
-    </Dialog>
-  );
-}
+import { RetentionDialog, retentionSummary } from './RetentionDialog.tsx';
 
 function BackupState({ backup, guessBytes }: { backup: BackupAttributes; guessBytes: number | null }) {
   if (backup.progress !== undefined && backup.progress !== null)
@@ -153,9 +72,15 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
   const location = useLocation();
   const page = Math.max(1, Number(location.search.get('page')) || 1);
   const backups = useBackups(id, page, { enabled: true, poll: !live });
+  const canDelete = can('backup.delete');
+  const retention = useRetentionPolicy(id, canDelete);
   const [creating, setCreating] = useState(false);
   const [restoring, setRestoring] = useState<BackupAttributes | null>(null);
   const [deleting, setDeleting] = useState<BackupAttributes | null>(null);
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [bulkDeleting, setBulkDeleting] = useState(false);
+  const [outcome, setOutcome] = useState<BulkOutcome | null>(null);
+  const [editingRetention, setEditingRetention] = useState(false);
   const busy = server.attributes.status !== null;
   const count = backups.data?.meta?.backup_count ?? backups.data?.meta?.pagination?.total ?? 0;
   const limit = server.attributes.feature_limits.backups;
@@ -166,6 +91,16 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
       ?.attributes.bytes ?? null;
   const shown = useMemo(() => backups.data?.data.map((backup) => backup.attributes), [backups.data]);
   const announceBackup = useBackupNotices(shown);
+  // Only what is shown and may be deleted counts as chosen: a backup gone or still being made does not.
+  const selectable = useMemo(() => (shown ?? []).filter((backup) => !isInProgress(backup)), [shown]);
+  const chosen = selectable.filter((backup) => selected.has(backup.uuid));
+  const toggle = (uuid: string, on: boolean) =>
+    setSelected((old) => {
+      const next = new Set(old);
+      if (on) next.add(uuid);
+      else next.delete(uuid);
+      return next;
+    });
 
   const lock = useMutation({
     mutationFn: (backup: BackupAttributes) =>
@@ -200,27 +135,83 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
             {count} of {limit === 0 ? 'unlimited' : limit}
           </span>
         </h2>
-        {can('backup.create') ? (
-          <div>
+        <div className="section-tools">
+          {canDelete ? (
             <button
               type="button"
-              className="primary"
-              onClick={() => setCreating(true)}
-              disabled={createReason !== null}
-              aria-describedby={createReason === null ? undefined : 'create-backup-reason'}
+              onClick={() => setEditingRetention(true)}
+              disabled={retention.data === undefined}
             >
-              Create backup
+              Retention policy
             </button>
-            {createReason === null ? null : (
-              <p className="hint" id="create-backup-reason">
-                {createReason}
-              </p>
-            )}
-          </div>
-        ) : null}
+          ) : null}
+          {can('backup.create') ? (
+            <div>
+              <button
+                type="button"
+                className="primary"
+                onClick={() => setCreating(true)}
+                disabled={createReason !== null}
+                aria-describedby={createReason === null ? undefined : 'create-backup-reason'}
+              >
+                Create backup
+              </button>
+              {createReason === null ? null : (
+                <p className="hint" id="create-backup-reason">
+                  {createReason}
+                </p>
+              )}
+            </div>
+          ) : null}
+        </div>
       </div>
+      {canDelete && retention.data !== undefined ? (
+        <p className="muted small retention-summary" data-testid="retention-summary">
+          Retention: {retentionSummary(retention.data.attributes)}
+        </p>
+      ) : null}
+      {canDelete && retention.error !== null ? (
+        <p className="muted small retention-summary">
+          The retention policy could not be read: {errorMessage(retention.error)}
+        </p>
+      ) : null}
       {backups.isPending ? <Loading what="backups" /> : null}
       <RequestError error={backups.error} />
+      <div role="status" className="bulk-result-region">
+        {outcome === null ? null : (
+          <BulkDeleteResultNotice outcome={outcome} onDismiss={() => setOutcome(null)} />
+        )}
+      </div>
+      {canDelete && selectable.length > 0 ? (
+        <div className="bulk-bar" role="group" aria-label="Selected backups">
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={chosen.length === selectable.length}
+              ref={(input) => {
+                if (input !== null)
+                  input.indeterminate = chosen.length > 0 && chosen.length < selectable.length;
+              }}
+              onChange={(event) =>
+                setSelected(new Set(event.target.checked ? selectable.map((backup) => backup.uuid) : []))
+              }
+            />
+            <span>Select all on this page</span>
+          </label>
+          <span className="muted small" aria-live="polite">
+            {chosen.length === 0 ? 'None selected' : `${chosen.length} selected`}
+          </span>
+          <button
+            type="button"
+            className="danger"
+            onClick={() => setBulkDeleting(true)}
+            disabled={chosen.length === 0 || busy}
+            title={busy ? 'The server is busy' : undefined}
+          >
+            Delete selected
+          </button>
+        </div>
+      ) : null}
       {backups.data === undefined ? null : backups.data.data.length === 0 ? (
         <p className="empty">No backups yet.</p>
       ) : (
@@ -231,12 +222,27 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
             return (
               <li
                 key={backup.uuid}
-                className="backup"
+                className={canDelete ? 'backup selectable' : 'backup'}
                 data-backup={backup.uuid}
                 aria-label={`Backup ${backup.name}`}
               >
+                {canDelete ? (
+                  <input
+                    type="checkbox"
+                    className="backup-select"
+                    aria-label={`Select ${backup.name}`}
+                    checked={!working && selected.has(backup.uuid)}
+                    disabled={working}
+                    onChange={(event) => toggle(backup.uuid, event.target.checked)}
+                  />
+                ) : null}
                 <div className="backup-head">
                   <span className="strong backup-name">{backup.name}</span>
+                  {backup.is_automatic ? (
+                    <span className="badge badge-automatic" title="Made by a schedule">
+                      Automatic
+                    </span>
+                  ) : null}
                   {backup.is_locked ? <span className="badge">Locked</span> : null}
                   <span className="muted small">
                     <Time iso={backup.created_at} />
@@ -265,12 +271,12 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
                       Restore
                     </button>
                   ) : null}
-                  {can('backup.delete') && !working ? (
+                  {canDelete && !working ? (
                     <button type="button" onClick={() => lock.mutate(backup)} disabled={lock.isPending}>
                       {backup.is_locked ? 'Unlock' : 'Lock'}
                     </button>
                   ) : null}
-                  {can('backup.delete') && !working ? (
+                  {canDelete && !working ? (
                     <button
                       type="button"
                       className="danger"
@@ -302,6 +308,24 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
       {restoring === null ? null : (
         <RestoreBackupDialog id={id} backup={restoring} onClose={() => setRestoring(null)} />
       )}
+      {bulkDeleting ? (
+        <BulkDeleteDialog
+          id={id}
+          backups={chosen}
+          onClose={() => setBulkDeleting(false)}
+          onDone={(result) => {
+            setOutcome(result);
+            setSelected(new Set());
+          }}
+        />
+      ) : null}
+      {editingRetention && retention.data !== undefined ? (
+        <RetentionDialog
+          id={id}
+          policy={retention.data.attributes}
+          onClose={() => setEditingRetention(false)}
+        />
+      ) : null}
       {deleting === null ? null : (
         <ConfirmDialog
           title={`Delete ${deleting.name}?`}

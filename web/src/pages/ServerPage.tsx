@@ -9,11 +9,13 @@ import { StatusBadge } from '../components/StatusBadge.tsx';
 import { permissionsOf } from '../permissions.ts';
 import { Link } from '../router.tsx';
 import { BackupsTab } from './BackupsTab.tsx';
+import { SchedulesTab } from './SchedulesTab.tsx';
 import { useRestoreFinishedNotice } from './notices.ts';
 import { SubusersTab } from './SubusersTab.tsx';
 
 const TABS = [
   { tab: 'backups', label: 'Backups', permission: 'backup.read' },
+  { tab: 'schedules', label: 'Schedules', permission: 'schedule.read' },
   { tab: 'activity', label: 'Activity', permission: 'activity.read' },
   { tab: 'users', label: 'Users', permission: 'user.read' },
 ] as const;
@@ -99,7 +101,7 @@ export function ServerPage({ id, tab }: { id: string; tab: string | null }) {
       ) : null}
       {tabs.length === 0 ? (
         <p className="empty">
-          Your permissions on this server do not include its backups, activity or users.
+          Your permissions on this server do not include its backups, schedules, activity or users.
         </p>
       ) : (
         <nav className="tabs" aria-label="Server sections">
@@ -118,6 +120,8 @@ export function ServerPage({ id, tab }: { id: string; tab: string | null }) {
         <p className="empty">Your permissions on this server do not include this section.</p>
       ) : current === 'backups' ? (
         <BackupsTab id={id} server={server.data} can={can} live={live} />
+      ) : current === 'schedules' ? (
+        <SchedulesTab id={id} server={server.data} can={can} />
       ) : current === 'activity' ? (
         <ActivityFeed scope={id} label="Server activity" />
       ) : (
