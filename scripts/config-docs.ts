@@ -56,6 +56,7 @@ const FORMATS: Record<string, string> = {
   'host-port': '`host:port`',
   bucket: 'bucket name',
   region: 'region name',
+  timezone: 'IANA time zone name',
 };
 
 /** The paragraphs of the example file above its first section. */

@@ -14,6 +14,8 @@ import { apiKeyRoutes } from './http/routes/api-keys.routes.ts';
 import { authRoutes } from './http/routes/auth.routes.ts';
 import { serverRoutes } from './http/routes/servers.routes.ts';
 import { backupDownloadRoute, serverBackupRoutes } from './http/routes/server-backups.routes.ts';
+import { backupRetentionRoutes } from './http/routes/backup-retention.routes.ts';
+import { serverScheduleRoutes } from './http/routes/server-schedules.routes.ts';
 import { serverEventRoutes } from './http/routes/server-events.routes.ts';
 import { subuserRoutes } from './http/routes/subusers.routes.ts';
 import { openApiRoutes } from './http/routes/openapi.routes.ts';
@@ -66,7 +68,8 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     },
   });
   http.decorateRequest('actor', null);
-  for (const resolved of ['serverAccess', 'backup', 'subuser'] as const) http.decorateRequest(resolved, null);
+  for (const resolved of ['serverAccess', 'backup', 'subuser', 'schedule', 'scheduleTask'] as const)
+    http.decorateRequest(resolved, null);
   http.decorateRequest('publicUrl', config.publicUrl);
   http.setValidatorCompiler(validatorCompiler);
   http.addHook('onSend', (request, reply, _payload, done) => {
@@ -119,6 +122,8 @@ export async function buildApp({ config, services, counters, logger, ops }: AppD
     accountRoutes(client, services);
     serverRoutes(client, services);
     serverBackupRoutes(client, services);
+    serverScheduleRoutes(client, services);
+    backupRetentionRoutes(client, services);
     serverEventRoutes(client, services, config.eventStreams);
     subuserRoutes(client, services);
     done();

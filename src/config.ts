@@ -79,6 +79,11 @@ export interface Config {
    * event streams look for changes (AERIE_PROGRESS_INTERVAL_MS).
    */
   readonly progressIntervalMs: number;
+  /**
+   * Schedules (AERIE_TIMEZONE, AERIE_SCHEDULE_TICK_SECONDS): the IANA time zone cron expressions
+   * are read in, and how often each process that runs jobs looks for due schedules.
+   */
+  readonly schedules: { readonly timezone: string; readonly tickMs: number };
   /** Server event streams: how many one user may hold open (per process), and the keep-alive period. */
   readonly eventStreams: { readonly perUser: number; readonly keepAliveMs: number };
   /** The built web panel (AERIE_PANEL_DIR); null: dist/web in the package, where `npm run build` puts it. */
@@ -317,6 +322,25 @@ function s3PublicEndpoint(raw: string): string | null {
 }
 
 /**
+ * AERIE_TIMEZONE: an IANA time zone name (`UTC`, `Europe/Berlin`) that Intl knows, in the spelling
+ * Intl gives it back. A fixed offset (`+01:00`) is refused: it has no summer time, and a schedule
+ * that should follow the clocks on the wall would silently not.
+ */
+function timezone(env: NodeJS.ProcessEnv): string {
+  const raw = text(env, 'AERIE_TIMEZONE').trim() || 'UTC';
+  const refuse = () =>
+    new ConfigError(
+      `AERIE_TIMEZONE must be an IANA time zone name such as UTC or Europe/Berlin, got "${raw}"`,
+    );
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(raw)) throw refuse();
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: raw }).resolvedOptions().timeZone;
+  } catch {
+    throw refuse();
+  }
+}
+
+/**
  * Reads the configuration once. Nothing else in Aerie reads `process.env`. The variables, their
  * defaults, ranges and choices are those of the schema in ./config/environment.ts.
  */
@@ -353,6 +377,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     metrics: metrics(env),
     backupStorage: backupStorage(env),
     progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS'),
+    schedules: Object.freeze({
+      timezone: timezone(env),
+      tickMs: integer(env, 'AERIE_SCHEDULE_TICK_SECONDS') * 1000,
+    }),
     eventStreams: Object.freeze({
       perUser: integer(env, 'AERIE_EVENT_STREAMS_PER_USER'),
       keepAliveMs: integer(env, 'AERIE_EVENT_STREAM_KEEPALIVE_SECONDS') * 1000,

@@ -51,6 +51,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     (closing ??= (async () => {
       try {
         await ops?.close();
+        await services?.scheduleTicker.stop();
         await services?.jobWakeups.close();
         await counters?.close();
       } finally {

@@ -13,6 +13,7 @@ import { PgJobListener } from './jobs/pg-job-listener.ts';
 import { Worker, defaultNodeName, type JobHandlers } from './jobs/worker.ts';
 import type { ModuleContext } from './module-context.ts';
 import { createRestoresModule } from './restores/restores.module.ts';
+import { createSchedulesModule } from './schedules/schedules.module.ts';
 import { createServerEventsModule } from './server-events/server-events.module.ts';
 import { DEFAULT_NODE } from './servers/node-name.ts';
 import { createServersModule } from './servers/servers.module.ts';
@@ -70,7 +71,13 @@ export function createServices({
     jobs,
     stores: backupStores,
   });
-  const jobHandlers: JobHandlers = { ...backups.handlers, ...restores.handlers };
+  const schedules = createSchedulesModule(context, {
+    activity: activity.activity,
+    servers,
+    jobs,
+    backups: backups.backupManagement,
+  });
+  const jobHandlers: JobHandlers = { ...backups.handlers, ...restores.handlers, ...schedules.handlers };
   /** A worker for the jobs of `onlyNode`'s servers (and of no server), named `name` in logs and leases. */
   const createWorker = (name = defaultNodeName(), onlyNode = DEFAULT_NODE) =>
     new Worker({
@@ -99,8 +106,13 @@ export function createServices({
     serverQueries: servers.serverQueries,
     access: servers.access,
     backupManagement: backups.backupManagement,
+    backupRetention: backups.backupRetention,
     backupReconcile: backups.backupReconcile,
     backupRestore: restores.backupRestore,
+    schedules: schedules.schedules,
+    scheduleRuns: schedules.scheduleRuns,
+    /** The scheduler's tick: the processes that run jobs start it (`serve --role all`, `worker`). */
+    scheduleTicker: schedules.scheduleTicker,
     ...createServerEventsModule(context, servers),
     jobs,
     jobHandlers,

@@ -30,6 +30,30 @@ function restoredCounts(p: Properties): string {
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
+/** " (schedule nightly)": the schedule that did it, for entries a schedule wrote. */
+const bySchedule = (p: Properties): string =>
+  typeof p.schedule_name === 'string' ? ` (schedule ${p.schedule_name})` : '';
+
+/** The rules of a backup retention policy, as the policy change's entry holds them. */
+const RETENTION_RULES = ['last', 'hourly', 'daily', 'weekly', 'monthly', 'yearly'] as const;
+
+/** "keep last 3, daily 7", or that no rule is left. */
+function retentionPolicy(p: Properties): string {
+  const rules = RETENTION_RULES.flatMap((rule) =>
+    isCount(p[`keep_${rule}`]) ? [`${rule} ${text(p[`keep_${rule}`])}`] : [],
+  );
+  return rules.length === 0
+    ? 'Removed the backup retention policy'
+    : `Set the backup retention policy to keep ${rules.join(', ')}`;
+}
+
+/** Why a backup was deleted, when a user did not delete it by hand. */
+function deletedBecause(p: Properties): string {
+  if (p.rotated === true) return ` to make room under the backup limit${bySchedule(p)}`;
+  if (p.retention === true) return ' by the retention policy';
+  return '';
+}
+
 const EVENTS = {
   'auth:login': { describe: () => 'Logged in', uses: [] },
   'auth:fail': {
@@ -56,13 +80,23 @@ const EVENTS = {
   'user:two-factor.delete': { describe: () => 'Disabled two-factor authentication', uses: [] },
   'user:api-key.create': { describe: (p) => `Created API key ${text(p.identifier)}`, uses: ['identifier'] },
   'user:api-key.delete': { describe: (p) => `Deleted API key ${text(p.identifier)}`, uses: ['identifier'] },
-  'server:backup.start': { describe: (p) => `Started backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.start': {
+    describe: (p) => `Started backup ${text(p.name)}${bySchedule(p)}`,
+    uses: ['name', 'schedule_name'],
+  },
   'server:backup.complete': { describe: (p) => `Completed backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.fail': {
-    describe: (p) => `Backup ${text(p.name)} failed: ${text(p.reason)}`,
-    uses: ['name', 'reason'],
+    describe: (p) => `Backup ${text(p.name)}${bySchedule(p)} failed: ${text(p.reason)}`,
+    uses: ['name', 'reason', 'schedule_name'],
   },
-  'server:backup.delete': { describe: (p) => `Deleted backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.delete': {
+    describe: (p) => `Deleted backup ${text(p.name)}${deletedBecause(p)}`,
+    uses: ['name', 'rotated', 'retention', 'schedule_name'],
+  },
+  'server:backup.retention.update': {
+    describe: retentionPolicy,
+    uses: RETENTION_RULES.map((rule) => `keep_${rule}`),
+  },
   'server:backup.lock': { describe: (p) => `Locked backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.unlock': { describe: (p) => `Unlocked backup ${text(p.name)}`, uses: ['name'] },
   'server:backup.download': { describe: (p) => `Downloaded backup ${text(p.name)}`, uses: ['name'] },
@@ -87,6 +121,24 @@ const EVENTS = {
     uses: ['email'],
   },
   'server:subuser.delete': { describe: (p) => `Removed ${text(p.email)} as a subuser`, uses: ['email'] },
+  // Schedules, with Pterodactyl's properties: the schedule's name, and for tasks the action and
+  // its payload (a backup task's ignored files: additional metadata).
+  'server:schedule.create': { describe: (p) => `Created schedule ${text(p.name)}`, uses: ['name'] },
+  'server:schedule.update': {
+    describe: (p) => `Updated schedule ${text(p.name)} (${p.active === true ? 'active' : 'inactive'})`,
+    uses: ['name', 'active'],
+  },
+  'server:schedule.delete': { describe: (p) => `Deleted schedule ${text(p.name)}`, uses: ['name'] },
+  'server:schedule.execute': { describe: (p) => `Ran schedule ${text(p.name)} by hand`, uses: ['name'] },
+  'server:task.create': {
+    describe: (p) => `Added a ${text(p.action)} task to schedule ${text(p.name)}`,
+    uses: ['name', 'action'],
+  },
+  'server:task.update': {
+    describe: (p) => `Changed a ${text(p.action)} task of schedule ${text(p.name)}`,
+    uses: ['name', 'action'],
+  },
+  'server:task.delete': { describe: (p) => `Removed a task from schedule ${text(p.name)}`, uses: ['name'] },
 } satisfies Record<string, EventDefinition>;
 
 export type ActivityEvent = keyof typeof EVENTS;

@@ -3,14 +3,16 @@ import fs from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ActivityEvent } from '../activity/activity.events.ts';
-import type { ActivityService } from '../activity/activity.service.ts';
-import type { Transactor } from '../db/executor.ts';
+import type { ActivityEntry, ActivityService } from '../activity/activity.service.ts';
+import type { Executor, Transactor } from '../db/executor.ts';
 import type { JobRepository } from '../jobs/job.repository.ts';
 import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { ServerRow } from '../servers/server.table.ts';
-import type { AuthenticatedContext } from '../users/actor.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { Actor, AuthenticatedContext } from '../users/actor.ts';
 import {
+  AppError,
   BadRequestError,
   ConflictError,
   DisplayError,
@@ -44,6 +46,20 @@ const HEARTBEAT_MS = 60_000;
 
 /** A download link: a URL the backup store presigned, or a path on Aerie carrying a signed token. */
 export type DownloadLink = { kind: 'presigned'; url: string } | { kind: 'signed'; path: string };
+
+/** What a schedule's backup task asks for. */
+export interface ScheduledBackupRequest {
+  scheduleId: number;
+  scheduleName: string;
+  /** The task's payload: gitignore rules, one a line. */
+  ignored: string;
+}
+
+/** What a delete of several backups did: each one deleted, or refused with the error a single delete gives. */
+export interface BulkDeleteResult {
+  deleted: Backup[];
+  refused: { reference: string; error: AppError }[];
+}
 
 /** What `backup create` and `backup import` print. */
 export interface BackupRecord {
@@ -113,6 +129,8 @@ export class BackupManagementService {
       bytes: 0,
       isSuccessful: false,
       isLocked: body.is_locked,
+      isAutomatic: false,
+      scheduleId: null,
       createdAt: now,
       completedAt: null,
       files: null,
@@ -143,6 +161,90 @@ export class BackupManagementService {
       );
       await activity.record(context, entry(context, 'server:backup.start', backup), trx);
     });
+    return backup;
+  }
+
+  /**
+   * Records an automatic backup, made by a schedule, and queues its job: as `create`, but at the
+   * backup limit the oldest unlocked successful backup is deleted first, one per run, as
+   * Pterodactyl does (through the same steps as a delete by hand: the record of its deletion, its
+   * activity entry, its archive removed after the commit). When every backup is locked it is
+   * refused with Pterodactyl's message, and the refusal is recorded on the server. The limit and
+   * the server's state are read once its row is held. The entries have no actor: the schedule is
+   * their origin (`schedule_id`, `schedule_name`). `context` is the schedule run's, when it has one.
+   */
+  async createScheduled(
+    server: ServerRow,
+    request: ScheduledBackupRequest,
+    context: RequestContext = { batch: randomUUID(), ip: null, userAgent: '' },
+  ): Promise<Backup> {
+    const { servers, backups, jobs, activity, transaction, clock } = this.deps;
+    const now = toStoredTime(clock());
+    const origin = { schedule_id: request.scheduleId, schedule_name: request.scheduleName };
+    const backup: Backup = {
+      id: randomUUID(),
+      serverId: server.id,
+      name: `Backup at ${now.slice(0, 19).replace('T', ' ')}`,
+      ignoredFiles: parseIgnored(request.ignored),
+      disk: this.deps.storage.disk,
+      sha256: null,
+      bytes: 0,
+      isSuccessful: false,
+      isLocked: false,
+      isAutomatic: true,
+      scheduleId: request.scheduleId,
+      createdAt: now,
+      completedAt: null,
+      files: null,
+      progress: null,
+    };
+    let rotated: Backup | undefined;
+    try {
+      await transaction(async (trx) => {
+        await servers.lock(server.id, trx);
+        const current = await servers.findByReference(server.id, trx);
+        if (current === undefined) throw new NotFoundError();
+        if (current.status !== null) throw conflictFor(current.status);
+        if (current.backup_limit === 0) throw new ForbiddenError('Backups are disabled for this server.');
+        if ((await backups.countForServer(server.id, trx)) >= current.backup_limit) {
+          const oldest = await backups.oldestRotatable(server.id, trx);
+          if (oldest === undefined) {
+            throw new DisplayError(
+              `Cannot create a new backup, this server has reached its limit of ${current.backup_limit} backups.`,
+            );
+          }
+          rotated = await this.deleteHeld(context, server.id, oldest.id, trx, (deleted) =>
+            systemEntry('server:backup.delete', deleted, { ...origin, rotated: true }),
+          );
+        }
+        await backups.insert(backup, trx);
+        await jobs.enqueue(
+          {
+            kind: 'backup.create',
+            payload: { serverId: server.id, backupId: backup.id, actorId: null, ip: null },
+            batch: context.batch,
+          },
+          now,
+          trx,
+        );
+        await activity.record(context, systemEntry('server:backup.start', backup, origin), trx);
+      });
+    } catch (error) {
+      if (
+        error instanceof DisplayError ||
+        error instanceof ForbiddenError ||
+        error instanceof ConflictError
+      ) {
+        await activity.record(context, {
+          event: 'server:backup.fail',
+          actor: null,
+          properties: { name: backup.name, reason: error.message, ...origin },
+          subjects: [{ type: 'server', id: server.id }],
+        });
+      }
+      throw error;
+    }
+    if (rotated !== undefined) await this.removeArchive(rotated);
     return backup;
   }
 
@@ -179,26 +281,90 @@ export class BackupManagementService {
    * which the record tells that it is garbage.
    */
   async delete(context: AuthenticatedContext, access: ServerAccess, backup: Backup): Promise<void> {
-    const { servers, backups, deletions, activity, storageOf, transaction, clock, logger } = this.deps;
+    const { servers, transaction } = this.deps;
     const deleted = await transaction(async (trx) => {
       await servers.lock(access.server.id, trx);
-      const current = await backups.findOfServer(access.server.id, backup.id, trx);
-      if (current === undefined) throw new NotFoundError();
-      if (current.isLocked) throw new DisplayError('Cannot delete a backup that is marked as locked.');
-      if (current.completedAt === null) {
-        throw new ConflictError('This backup is still being made; it can be deleted once it is done.');
-      }
-      const server = await servers.findByReference(access.server.id, trx);
-      if (server?.status === 'restoring_backup') throw conflictFor(server.status);
-      if (!(await backups.deleteIfDeletable(current, trx))) throw new NotFoundError();
-      await deletions.record(deletionOf(current, toStoredTime(clock())), trx);
-      await activity.record(context, entry(context, 'server:backup.delete', current), trx);
-      return current;
+      return this.deleteHeld(context, access.server.id, backup.id, trx, (current) =>
+        entry(context, 'server:backup.delete', current),
+      );
     });
-    await storageOf(deleted.disk)
+    await this.removeArchive(deleted);
+  }
+
+  /**
+   * Deletes several backups of a server at once, each as `delete` would, under one hold of the
+   * server's row: those a single delete would refuse (unknown or another server's: 404; locked:
+   * 400; in progress or the server restoring: 409) are listed with that error, and the others
+   * deleted, each with its own activity entry. A reference given twice counts once. The archives
+   * are removed after the commit.
+   */
+  async deleteMany(
+    context: AuthenticatedContext,
+    access: ServerAccess,
+    references: readonly string[],
+  ): Promise<BulkDeleteResult> {
+    const { servers, transaction } = this.deps;
+    const unique = [...new Set(references.map((reference) => reference.trim().toLowerCase()))];
+    const result = await transaction(async (trx) => {
+      await servers.lock(access.server.id, trx);
+      const done: BulkDeleteResult = { deleted: [], refused: [] };
+      for (const reference of unique) {
+        try {
+          done.deleted.push(
+            await this.deleteHeld(context, access.server.id, reference, trx, (current) =>
+              entry(context, 'server:backup.delete', current),
+            ),
+          );
+        } catch (error) {
+          // Every refusal is thrown before the delete writes anything, so the transaction goes on.
+          if (!(error instanceof AppError)) throw error;
+          done.refused.push({ reference, error });
+        }
+      }
+      return done;
+    });
+    for (const deleted of result.deleted) await this.removeArchive(deleted);
+    return result;
+  }
+
+  /**
+   * The steps of a delete once the server's row is held in `trx`: the backup as it is now, refused
+   * if locked (400), in progress (409) or while the server restores (409); then its row, the record
+   * of its deletion and its activity entry (`describe` says whose). The caller removes the archive
+   * after the commit (`removeArchive`).
+   */
+  async deleteHeld(
+    context: RequestContext,
+    serverId: string,
+    backupId: string,
+    trx: Executor,
+    describe: (backup: Backup) => ActivityEntry,
+  ): Promise<Backup> {
+    const { servers, backups, deletions, activity, clock } = this.deps;
+    const current = await backups.findOfServer(serverId, backupId, trx);
+    if (current === undefined) throw new NotFoundError();
+    if (current.isLocked) throw new DisplayError('Cannot delete a backup that is marked as locked.');
+    if (current.completedAt === null) {
+      throw new ConflictError('This backup is still being made; it can be deleted once it is done.');
+    }
+    const server = await servers.findByReference(serverId, trx);
+    if (server?.status === 'restoring_backup') throw conflictFor(server.status);
+    if (!(await backups.deleteIfDeletable(current, trx))) throw new NotFoundError();
+    await deletions.record(deletionOf(current, toStoredTime(clock())), trx);
+    await activity.record(context, describe(current), trx);
+    return current;
+  }
+
+  /**
+   * Removes a deleted backup's archive from its store. A failure is logged, not thrown: the row
+   * is gone and its deletion recorded, so `backup reconcile` removes what is left later.
+   */
+  async removeArchive(deleted: Backup): Promise<void> {
+    await this.deps
+      .storageOf(deleted.disk)
       .delete(deleted.serverId, deleted.id)
       .catch((error: unknown) => {
-        logger.warn(
+        this.deps.logger.warn(
           { err: error, backup: deleted.id },
           'could not delete a backup archive; `backup reconcile` removes it later',
         );
@@ -343,6 +509,8 @@ export class BackupManagementService {
       bytes: 0,
       isSuccessful: false,
       isLocked: false,
+      isAutomatic: false,
+      scheduleId: null,
       createdAt: now,
       completedAt: null,
       files: null,
@@ -400,14 +568,32 @@ function deletionOf(backup: Backup, deletedAt: string): BackupDeletion {
   return { backupId: backup.id, serverId: backup.serverId, disk: backup.disk, deletedAt };
 }
 
-function entry(context: AuthenticatedContext, event: ActivityEvent, backup: Backup) {
+function entry(context: AuthenticatedContext, event: ActivityEvent, backup: Backup): ActivityEntry {
+  return backupEntry(event, context.actor, backup);
+}
+
+/** An entry about a backup that the system wrote (a schedule, a retention policy), with no actor. */
+export function systemEntry(
+  event: ActivityEvent,
+  backup: Backup,
+  properties: Record<string, unknown>,
+): ActivityEntry {
+  return backupEntry(event, null, backup, properties);
+}
+
+function backupEntry(
+  event: ActivityEvent,
+  actor: Actor | null,
+  backup: Backup,
+  properties: Record<string, unknown> = {},
+): ActivityEntry {
   return {
     event,
-    actor: context.actor,
-    properties: { name: backup.name },
+    actor,
+    properties: { name: backup.name, ...properties },
     subjects: [
-      { type: 'server' as const, id: backup.serverId },
-      { type: 'backup' as const, id: backup.id },
+      { type: 'server', id: backup.serverId },
+      { type: 'backup', id: backup.id },
     ],
   };
 }

@@ -47,12 +47,15 @@ export interface BackupArchiveJobDeps {
   volumeOf: (server: { id: string }) => string;
   /** Where and how often the job's progress is written. */
   progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+  /** Applies the server's retention policy once an automatic backup succeeded (never throws). */
+  retention?: { applyAfterBackup(serverId: string, context: RequestContext): Promise<void> };
 }
 
 /**
  * Archives a server's volume into the backup its request created, then marks the backup
  * successful (with its size and checksum) or failed. Running it again after a crash simply
- * starts the archive over. Its progress is on the backup's row while it runs.
+ * starts the archive over. Its progress is on the backup's row while it runs. An automatic
+ * backup (a schedule's) that succeeds is followed by the server's retention policy.
  */
 export class BackupArchiveJob implements JobHandler<Payload> {
   readonly payload = BackupJobPayloadSchema;
@@ -98,6 +101,9 @@ export class BackupArchiveJob implements JobHandler<Payload> {
         ),
       );
       recorded = true;
+      if (backup.isAutomatic) {
+        await this.deps.retention?.applyAfterBackup(serverId, { batch: job.batch, ip: null, userAgent: '' });
+      }
       return { bytes: summary.archiveBytes };
     } finally {
       if (!recorded) await progress.clear();

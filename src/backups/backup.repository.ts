@@ -80,6 +80,36 @@ export class BackupRepository {
     return rows.map(toBackup);
   }
 
+  /**
+   * The backup a schedule's backup makes room by deleting at the backup limit: the oldest
+   * successful backup that is not locked (by hand or by a schedule, as Pterodactyl chooses).
+   */
+  async oldestRotatable(serverId: string, db: Executor = this.db): Promise<Backup | undefined> {
+    const row = await db
+      .selectFrom('backups')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .where('is_successful', '=', 1)
+      .where('is_locked', '=', 0)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && toBackup(row);
+  }
+
+  /** Every backup of a server, newest first (what a retention policy is applied to). */
+  async allOfServer(serverId: string, db: Executor = this.db): Promise<Backup[]> {
+    const rows = await db
+      .selectFrom('backups')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return rows.map(toBackup);
+  }
+
   countForServer(serverId: string, db: Executor = this.db): Promise<number> {
     return countWhere(db, 'backups', 'server_id', serverId);
   }

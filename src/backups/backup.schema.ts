@@ -57,6 +57,10 @@ export const BackupResourceSchema = Type.Object({
     completed_at: Type.Union([Type.String(), Type.Null()]),
     is_successful: Type.Boolean(),
     is_locked: Type.Boolean(),
+    is_automatic: Type.Boolean({
+      description:
+        'Beyond Pterodactyl: made by a schedule. Automatic backups make room for themselves at the backup limit (the oldest unlocked one is deleted) and follow the retention policy; backups made by hand are never deleted but by a user.',
+    }),
     file_count: Type.Union([Type.Integer(), Type.Null()], {
       description:
         'Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them.',
@@ -100,3 +104,35 @@ export const SignedUrlSchema = Type.Object({
 export type SignedUrl = Static<typeof SignedUrlSchema>;
 
 export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: 1024 }) });
+
+/** The most backups one bulk delete names. */
+export const BULK_DELETE_MAX = 100;
+
+export const BulkDeleteBodySchema = Type.Object({
+  backups: Type.Array(SingleLineText({ maxLength: 64, description: 'A backup UUID.' }), {
+    minItems: 1,
+    maxItems: BULK_DELETE_MAX,
+    description: `The backups to delete, at most ${BULK_DELETE_MAX}; one named twice counts once.`,
+  }),
+});
+export type BulkDeleteBody = Static<typeof BulkDeleteBodySchema>;
+
+export const BulkDeleteResultSchema = Type.Object({
+  object: Type.Literal('backup_bulk_delete'),
+  attributes: Type.Object({
+    deleted: Type.Array(Type.String({ format: 'uuid' }), { description: 'The backups deleted.' }),
+    refused: Type.Array(
+      Type.Object({
+        uuid: Type.String({ description: 'The backup as it was named in the request.' }),
+        status: Type.String({ description: 'What deleting it alone would have answered: 404, 400 or 409.' }),
+        code: Type.String(),
+        detail: Type.String(),
+      }),
+      {
+        description:
+          'The backups not deleted, with the error a single delete gives: unknown or of another server (404), locked (400), still being made or the server restoring (409).',
+      },
+    ),
+  }),
+});
+export type BulkDeleteResultResource = Static<typeof BulkDeleteResultSchema>;

@@ -11,6 +11,10 @@ export interface BackupTable {
   /** 1 or 0 (every engine stores flags as integers); read as a boolean by the repository. */
   is_successful: number;
   is_locked: number;
+  /** 1 for a backup a schedule made (rotated at the limit, subject to retention), 0 by hand. */
+  is_automatic: Generated<number>;
+  /** The schedule that made it, when one did (no foreign key: it outlives the schedule). */
+  schedule_id: number | null;
   created_at: string;
   completed_at: string | null;
   /** Goes up by one with every change to the row (event streams read it to find what changed). */
@@ -40,3 +44,19 @@ export interface BackupDeletionTable {
   deleted_at: string;
 }
 export type BackupDeletionRow = Selectable<BackupDeletionTable>;
+
+/**
+ * A server's retention policy for its automatic backups (restic `forget`'s rules): each `keep_*`
+ * is a count, or null for a rule that is off. No row: no policy.
+ */
+export interface BackupRetentionTable {
+  server_id: string;
+  keep_last: number | null;
+  keep_hourly: number | null;
+  keep_daily: number | null;
+  keep_weekly: number | null;
+  keep_monthly: number | null;
+  keep_yearly: number | null;
+  updated_at: string;
+}
+export type BackupRetentionRow = Selectable<BackupRetentionTable>;

@@ -1,7 +1,8 @@
 import { toWireTime } from '../shared/time.ts';
 import type { BackupProgress } from './backup-progress.ts';
 import type { Backup } from './backup.ts';
-import type { BackupProgressResource, BackupResource } from './backup.schema.ts';
+import type { BulkDeleteResult } from './backup-management.service.ts';
+import type { BackupProgressResource, BackupResource, BulkDeleteResultResource } from './backup.schema.ts';
 
 export function toBackupResource(backup: Backup): BackupResource {
   return {
@@ -17,6 +18,7 @@ export function toBackupResource(backup: Backup): BackupResource {
       completed_at: toWireTime(backup.completedAt),
       is_successful: backup.isSuccessful,
       is_locked: backup.isLocked,
+      is_automatic: backup.isAutomatic,
       file_count: backup.files,
       progress: toProgressResource(backup.progress),
     },
@@ -34,5 +36,20 @@ export function toProgressResource(progress: BackupProgress | null): BackupProgr
     files_total: progress.filesTotal,
     started_at: toWireTime(progress.startedAt),
     updated_at: toWireTime(progress.updatedAt),
+  };
+}
+
+export function toBulkDeleteResource(result: BulkDeleteResult): BulkDeleteResultResource {
+  return {
+    object: 'backup_bulk_delete',
+    attributes: {
+      deleted: result.deleted.map((backup) => backup.id),
+      refused: result.refused.map(({ reference, error }) => ({
+        uuid: reference,
+        status: String(error.status),
+        code: error.code,
+        detail: error.message,
+      })),
+    },
   };
 }

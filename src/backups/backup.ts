@@ -15,6 +15,10 @@ export interface Backup {
   bytes: number;
   isSuccessful: boolean;
   isLocked: boolean;
+  /** Made by a schedule: rotated out at the backup limit, and subject to the retention policy. */
+  isAutomatic: boolean;
+  /** The schedule that made it, when one did. */
+  scheduleId: number | null;
   createdAt: string;
   /** When it was made or failed; null while it is being made. */
   completedAt: string | null;
@@ -35,6 +39,8 @@ export function toBackup(row: BackupRow): Backup {
     bytes: Number(row.bytes),
     isSuccessful: Number(row.is_successful) === 1,
     isLocked: Number(row.is_locked) === 1,
+    isAutomatic: Number(row.is_automatic) === 1,
+    scheduleId: row.schedule_id === null ? null : Number(row.schedule_id),
     createdAt: row.created_at,
     completedAt: row.completed_at,
     files: row.files === null ? null : Number(row.files),
@@ -70,6 +76,8 @@ export function toBackupRow(backup: Backup): Omit<BackupRow, 'revision'> {
     bytes: backup.bytes,
     is_successful: backup.isSuccessful ? 1 : 0,
     is_locked: backup.isLocked ? 1 : 0,
+    is_automatic: backup.isAutomatic ? 1 : 0,
+    schedule_id: backup.scheduleId,
     created_at: backup.createdAt,
     completed_at: backup.completedAt,
     files: backup.files,

@@ -8,6 +8,8 @@ import type { UserRepository } from '../users/user.repository.ts';
 import { BackupDeletionRepository } from './backup-deletion.repository.ts';
 import { BackupManagementService } from './backup-management.service.ts';
 import { BackupReconcileService } from './backup-reconcile.service.ts';
+import { BackupRetentionRepository } from './backup-retention.repository.ts';
+import { BackupRetentionService } from './backup-retention.service.ts';
 import { BackupArchiveJob } from './backup.job.ts';
 import { BackupRepository } from './backup.repository.ts';
 import { DownloadSigner } from './download-signer.ts';
@@ -22,8 +24,8 @@ export interface BackupsModuleDeps {
 }
 
 /**
- * Backups: made (the `backup.create` job), listed, locked, downloaded and deleted, and the stores
- * kept in step with the rows (reconcile).
+ * Backups: made (the `backup.create` job, by hand or by a schedule), listed, locked, downloaded and
+ * deleted (one or many), retention policies, and the stores kept in step with the rows (reconcile).
  */
 export function createBackupsModule(
   { config, db, transaction, clock, logger }: ModuleContext,
@@ -33,23 +35,38 @@ export function createBackupsModule(
   const volumeOf = servers.servers.volumeOf.bind(servers.servers);
   const repository = new BackupRepository(db.kysely, servers.changes);
   const deletions = new BackupDeletionRepository(db.kysely);
+  const backupManagement = new BackupManagementService({
+    backups: repository,
+    deletions,
+    servers: servers.repository,
+    jobs,
+    activity,
+    storage: stores.current,
+    storageOf: stores.of,
+    signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
+    transaction,
+    clock,
+    logger,
+    progress,
+    volumeOf,
+  });
+  const backupRetention = new BackupRetentionService({
+    retention: new BackupRetentionRepository(db.kysely),
+    backups: repository,
+    servers: servers.repository,
+    management: backupManagement,
+    activity,
+    transaction,
+    clock,
+    logger,
+    // Periods are counted in the zone schedules run in.
+    timeZone: config.schedules.timezone,
+  });
   return {
     repository,
-    backupManagement: new BackupManagementService({
-      backups: repository,
-      deletions,
-      servers: servers.repository,
-      jobs,
-      activity,
-      storage: stores.current,
-      storageOf: stores.of,
-      signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
-      transaction,
-      clock,
-      logger,
-      progress,
-      volumeOf,
-    }),
+    backupManagement,
+    /** Retention policies of automatic backups: set, previewed, applied after each one. */
+    backupRetention,
     /** Removes what backup storage holds that is garbage (`backup reconcile`, retention). */
     backupReconcile: new BackupReconcileService({
       backups: repository,
@@ -71,6 +88,7 @@ export function createBackupsModule(
         clock,
         volumeOf,
         progress,
+        retention: backupRetention,
       }),
     },
   };

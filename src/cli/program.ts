@@ -4,9 +4,11 @@ import { backupImportCommand } from './commands/backup-import.ts';
 import { backupReconcileCommand } from './commands/backup-reconcile.ts';
 import { keyCreateCommand } from './commands/key-create.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { scheduleRunCommand } from './commands/schedule-run.ts';
 import { serveCommand } from './commands/serve.ts';
 import { serverAddSubuserCommand } from './commands/server-add-subuser.ts';
 import { serverCreateCommand } from './commands/server-create.ts';
+import { serverUpdateCommand } from './commands/server-update.ts';
 import { userCreateCommand } from './commands/user-create.ts';
 import { userDisableTwoFactorCommand } from './commands/user-disable-2fa.ts';
 import { workerCommand } from './commands/worker.ts';
@@ -27,10 +29,12 @@ export function aerieProgram(): Command {
   keyCreateCommand(cli.command('key').description('manage API keys'));
   const server = cli.command('server').description('manage servers');
   serverCreateCommand(server);
+  serverUpdateCommand(server);
   serverAddSubuserCommand(server);
   const backup = cli.command('backup').description('manage backups');
   backupCreateCommand(backup);
   backupImportCommand(backup);
   backupReconcileCommand(backup);
+  scheduleRunCommand(cli.command('schedule').description('manage schedules'));
   return cli;
 }

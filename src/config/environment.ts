@@ -223,6 +223,22 @@ const Jobs = Type.Object(
   { title: 'Jobs' },
 );
 
+const Schedules = Type.Object(
+  {
+    AERIE_TIMEZONE: text({
+      format: 'timezone',
+      default: 'UTC',
+      description:
+        "The time zone schedules' cron expressions are read in, and backup retention's hours, days, weeks, months and years are counted in: an IANA name such as `Europe/Berlin` or `America/New_York`. `0 3 * * *` runs at 03:00 there, summer time or not (see [Schedules](api.md#schedules) for the days the clocks change). Times in the API are UTC whatever it is.",
+    }),
+    AERIE_SCHEDULE_TICK_SECONDS: integer(10, 1, 60, {
+      description:
+        'How often each process that runs jobs looks for schedules that are due, in seconds: a schedule starts at most this long after its time. Every process looks; each run is started by one of them.',
+    }),
+  },
+  { title: 'Schedules' },
+);
+
 const EventStreams = Type.Object(
   {
     AERIE_EVENT_STREAMS_PER_USER: integer(10, 1, 1000, {
@@ -305,7 +321,18 @@ const Metrics = Type.Object(
 );
 
 /** The sections, in the order the documentation and the example file list them. */
-export const SECTIONS = [Database, Files, Http, Logs, Sessions, Jobs, EventStreams, BackupStorage, Metrics];
+export const SECTIONS = [
+  Database,
+  Files,
+  Http,
+  Logs,
+  Sessions,
+  Jobs,
+  Schedules,
+  EventStreams,
+  BackupStorage,
+  Metrics,
+];
 
 /** Every variable Aerie reads, and nothing else. */
 export const Environment = Type.Object({
@@ -315,6 +342,7 @@ export const Environment = Type.Object({
   ...Logs.properties,
   ...Sessions.properties,
   ...Jobs.properties,
+  ...Schedules.properties,
   ...EventStreams.properties,
   ...BackupStorage.properties,
   ...Metrics.properties,

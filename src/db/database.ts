@@ -7,7 +7,8 @@ import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { SessionTable } from '../auth/session.table.ts';
 import type { LoginCheckpointTable, RecoveryTokenTable } from '../auth/two-factor.table.ts';
-import type { BackupDeletionTable, BackupTable } from '../backups/backup.table.ts';
+import type { BackupDeletionTable, BackupRetentionTable, BackupTable } from '../backups/backup.table.ts';
+import type { ScheduleTable, ScheduleTaskTable } from '../schedules/schedule.table.ts';
 import type { ServerTable, SubuserTable } from '../servers/server.table.ts';
 import type { UserNumberTable, UserTable } from '../users/user.table.ts';
 
@@ -25,5 +26,8 @@ export interface Database {
   subusers: SubuserTable;
   backups: BackupTable;
   backup_deletions: BackupDeletionTable;
+  backup_retention: BackupRetentionTable;
   jobs: JobTable;
+  schedules: ScheduleTable;
+  schedule_tasks: ScheduleTaskTable;
 }

@@ -13,6 +13,8 @@ import { postgresTypesMigration } from './migrations/2026_12_02_000000_postgres_
 import { totpPendingExpiryMigration } from './migrations/2026_12_03_000000_totp_pending_expiry.ts';
 import { jobPriorityMigration } from './migrations/2026_12_04_000000_job_priority.ts';
 import { backupDeletionsMigration } from './migrations/2026_12_05_000000_backup_deletions.ts';
+import { schedulesMigration } from './migrations/2026_12_06_000000_schedules.ts';
+import { automaticBackupsMigration } from './migrations/2026_12_07_000000_automatic_backups.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -30,6 +32,8 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_12_03_000000_totp_pending_expiry': totpPendingExpiryMigration(db.kind),
     '2026_12_04_000000_job_priority': jobPriorityMigration(db.kind),
     '2026_12_05_000000_backup_deletions': backupDeletionsMigration(db.kind),
+    '2026_12_06_000000_schedules': schedulesMigration(db.kind),
+    '2026_12_07_000000_automatic_backups': automaticBackupsMigration(db.kind),
   };
 }
 

@@ -7,8 +7,17 @@ export interface ErrorObject {
   meta?: { source_field: string; rule: string; message: string };
 }
 
-export function errorEnvelope(status: number, code: string, detail: string): { errors: ErrorObject[] } {
-  return { errors: [{ code, status: String(status), detail }] };
+/** One error object; with `field`, its `meta` names the field at fault. */
+export function errorEnvelope(
+  status: number,
+  code: string,
+  detail: string,
+  field?: FieldError,
+): { errors: ErrorObject[] } {
+  const error: ErrorObject = { code, status: String(status), detail };
+  if (field !== undefined)
+    error.meta = { source_field: field.field, rule: field.rule, message: field.message };
+  return { errors: [error] };
 }
 
 /** One error object per failing field, as the reference panel writes a ValidationException. */

@@ -49,7 +49,7 @@ export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): 
       const body =
         'fields' in error && Array.isArray(error.fields)
           ? validationEnvelope(error.fields as never)
-          : errorEnvelope(error.status, error.code, error.message);
+          : errorEnvelope(error.status, error.code, error.message, error.field);
       return reply.code(error.status).headers(error.headers).send(body);
     }
     if (isDatabaseUnavailable(error)) {

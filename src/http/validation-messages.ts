@@ -41,7 +41,7 @@ const FORMATS: Record<string, string> = {
 };
 
 /** Up to this many allowed values are listed in a sentence; past it, only how many there are. */
-const VALUES_LISTED = 12;
+const VALUES_LISTED = 16;
 
 /** "1 character", "6 characters", "1 item": a count with its noun in the number it takes. */
 function count(limit: unknown, one: string, other = `${one}s`): string {

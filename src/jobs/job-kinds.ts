@@ -18,6 +18,19 @@ export interface JobPayloads {
     actorId: string | null;
     ip: string | null;
   };
+  /**
+   * One task of a schedule's run (src/schedules/). Each task's job queues the next task's, due
+   * after that task's time offset, so no worker waits through an offset.
+   */
+  'schedule.task': {
+    serverId: string;
+    scheduleId: number;
+    taskId: number;
+    /** Started by hand (`execute`, `aerie schedule run`): it runs even if the schedule is inactive. */
+    manual: boolean;
+    /** The run's first task, where `only_when_online` is checked. */
+    first: boolean;
+  };
 }
 
 export type JobKind = keyof JobPayloads;
@@ -31,5 +44,8 @@ export type JobKind = keyof JobPayloads;
  */
 export const JOB_PRIORITY: { readonly [K in JobKind]: number } = {
   'backup.restore': 0,
+  // A task only starts its work (a backup is its own job) and queues the next: over in a moment,
+  // it goes before the backups, so that a schedule's offsets are not lengthened by them.
+  'schedule.task': 5,
   'backup.create': 10,
 };

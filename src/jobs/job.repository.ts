@@ -9,9 +9,12 @@ import type { JobWakeups } from './job-wakeups.ts';
 import { JOBS_CHANNEL } from './pg-job-listener.ts';
 import type { JobRow } from './job.table.ts';
 
-/** A job to queue: its kind decides the shape of its payload. */
+/**
+ * A job to queue: its kind decides the shape of its payload. `runAt`, when given, is when it
+ * becomes due (a later time than now: no worker claims it before); at once otherwise.
+ */
 export type NewJob = {
-  [K in JobKind]: { kind: K; payload: JobPayloads[K]; batch: string; maxAttempts?: number };
+  [K in JobKind]: { kind: K; payload: JobPayloads[K]; batch: string; maxAttempts?: number; runAt?: string };
 }[JobKind];
 
 export class JobRepository {
@@ -46,7 +49,7 @@ export class JobRepository {
         priority: JOB_PRIORITY[job.kind],
         attempts: 0,
         max_attempts: job.maxAttempts ?? 3,
-        run_at: now,
+        run_at: job.runAt ?? now,
         lease_owner: null,
         lease_expires_at: null,
         error: null,

@@ -112,6 +112,20 @@ export class ServerRepository {
     return new Map(rows.map((row) => [row.server_id, JSON.parse(row.permissions) as string[]]));
   }
 
+  /** Writes a server's settings (`server update`). */
+  async updateSettings(
+    id: string,
+    changes: Partial<Pick<ServerRow, 'name' | 'description' | 'disk_mb' | 'backup_limit'>>,
+    now: string,
+    db: Executor = this.db,
+  ): Promise<void> {
+    await db
+      .updateTable('servers')
+      .set({ ...changes, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
   /** Holds the server's row for the rest of the transaction (see UserRepository.lock). */
   lock(id: string, db: Executor): Promise<void> {
     return lockRow(db, 'servers', id);

@@ -14,6 +14,8 @@ export abstract class AppError extends Error {
   abstract readonly status: number;
   abstract readonly code: string;
   readonly headers: Record<string, string> = {};
+  /** The field the error is about, when one is: its envelope's `meta` names it. */
+  readonly field: FieldError | undefined = undefined;
 }
 
 export class BadRequestError extends AppError {
@@ -26,10 +28,16 @@ export class BadRequestError extends AppError {
   }
 }
 
-/** The reference panel's code for a 400 whose message is meant for the user. */
+/**
+ * The reference panel's code for a 400 whose message is meant for the user. With `field`, the
+ * envelope also names the field at fault in `meta` (`source_field`, `rule`, `message`), as a 422
+ * does: the reference panel's detail, and what exactly was wrong.
+ */
 export class DisplayError extends BadRequestError {
-  constructor(message: string) {
+  override readonly field: FieldError | undefined;
+  constructor(message: string, field?: FieldError) {
     super(message, 'DisplayException');
+    this.field = field;
   }
 }
 

@@ -103,6 +103,8 @@ async function insertBackup(
     bytes: 0,
     isSuccessful: state.isSuccessful,
     isLocked: false,
+    isAutomatic: false,
+    scheduleId: null,
     createdAt: toStoredTime(state.createdAt),
     completedAt: state.completedAt === null ? null : toStoredTime(state.completedAt),
     files: null,

@@ -26,6 +26,7 @@ interface Backup {
     bytes: number;
     ignored_files: string[];
     file_count: number | null;
+    is_automatic: boolean;
   };
 }
 
@@ -114,6 +115,7 @@ describe('backups of a server', () => {
       'created_at',
       'file_count',
       'ignored_files',
+      'is_automatic',
       'is_locked',
       'is_successful',
       'name',
@@ -122,6 +124,7 @@ describe('backups of a server', () => {
       'uuid',
     ]);
     expect(started.file_count).toBeNull();
+    expect(started.is_automatic).toBe(false);
     const read = async () =>
       (
         await app.http.inject({ method: 'GET', url: `${base}/${started.uuid}`, headers: bearer(token) })

@@ -47,6 +47,8 @@ it('runs a missing older migration after newer ones', async () => {
     ['2026_12_03_000000_totp_pending_expiry', 'Success'],
     ['2026_12_04_000000_job_priority', 'Success'],
     ['2026_12_05_000000_backup_deletions', 'Success'],
+    ['2026_12_06_000000_schedules', 'Success'],
+    ['2026_12_07_000000_automatic_backups', 'Success'],
   ]);
   const servers = await db.kysely.introspection.getTables();
   expect(servers.find((t) => t.name === 'servers')?.columns.map((c) => c.name)).toContain('node');

@@ -173,7 +173,8 @@ describe('the sentences of a 422', () => {
       email: 'The email field must be a valid email address.',
       'permissions.1':
         'The permissions.1 field must be "activity.read", "backup.read", "backup.create", "backup.delete", ' +
-        '"backup.download", "backup.restore", "user.read", "user.create", "user.update" or "user.delete".',
+        '"backup.download", "backup.restore", "schedule.read", "schedule.create", "schedule.update", ' +
+        '"schedule.delete", "user.read", "user.create", "user.update" or "user.delete".',
     });
   });
 

@@ -39,7 +39,11 @@ describe.each(ALL_DIALECT_CASES)('claim priorities on $kind', (dialect) => {
   });
 
   /** Queues a job of `kind` for `node`'s servers, due at `runAt`, as the API does. */
-  async function queue(kind: JobKind, node: string | null, runAt: string): Promise<number> {
+  async function queue(
+    kind: Extract<JobKind, 'backup.create' | 'backup.restore'>,
+    node: string | null,
+    runAt: string,
+  ): Promise<number> {
     const payload = { serverId: randomUUID(), backupId: randomUUID(), actorId: null, ip: null };
     const id = await jobs.enqueue(
       kind === 'backup.create'

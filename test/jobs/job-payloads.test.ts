@@ -14,6 +14,7 @@ import type { JobPayloads } from '../../src/jobs/job-kinds.ts';
 import type { NewJob } from '../../src/jobs/job.repository.ts';
 import { Worker, type JobHandler, type JobHandlers } from '../../src/jobs/worker.ts';
 import { RestoreJobPayloadSchema } from '../../src/restores/restore.job.ts';
+import { ScheduleTaskPayloadSchema } from '../../src/schedules/schedule-task.job.ts';
 import { systemClock } from '../../src/shared/time.ts';
 import {
   bearer,
@@ -64,6 +65,7 @@ function recordingWorker() {
   const handlers: JobHandlers = {
     'backup.create': recording<JobPayloads['backup.create']>('backup.create', BackupJobPayloadSchema),
     'backup.restore': recording<JobPayloads['backup.restore']>('backup.restore', RestoreJobPayloadSchema),
+    'schedule.task': recording<JobPayloads['schedule.task']>('schedule.task', ScheduleTaskPayloadSchema),
   };
   const worker = new Worker({
     jobs: app.services.jobs,

@@ -50,6 +50,9 @@ type Need = Permission | 'visible' | 'self';
 interface Fixture {
   server: { id: string; identifier: string };
   backup: string;
+  /** A schedule of the server, with one task (0 when the route names none). */
+  schedule: number;
+  task: number;
   /** The user UUID of a subuser of the server who is not the caller. */
   user: string;
   /** An API key identifier of the caller's own. */
@@ -59,14 +62,14 @@ interface Fixture {
 
 interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** With {server}, {backup}, {user}, {identifier} placeholders. */
+  /** With {server}, {backup}, {schedule}, {task}, {user}, {identifier} placeholders. */
   path: string;
   need: Need;
   /** A valid body (a function when it needs what only exists once the suite has started). */
   body?:
     | Record<string, unknown>
     | ((caller: Caller) => Record<string, unknown> | Promise<Record<string, unknown>>);
-  success: 200 | 204;
+  success: 200 | 202 | 204;
   /**
    * For routes that change something: what they change, read from the database. A refused call
    * must leave it as it was, an accepted one must change it.
@@ -101,6 +104,42 @@ const serverStatus = async (serverId: string) =>
   (await db().selectFrom('servers').select('status').where('id', '=', serverId).executeTakeFirstOrThrow())
     .status;
 
+const SCHEDULE_BODY = {
+  name: 'matrix',
+  is_active: true,
+  only_when_online: false,
+  minute: '0',
+  hour: '3',
+  day_of_month: '*',
+  month: '*',
+  day_of_week: '*',
+};
+const TASK_BODY = { action: 'backup', payload: '', time_offset: 0, continue_on_failure: false };
+const scheduleState = async (id: number) =>
+  (await db()
+    .selectFrom('schedules')
+    .select(['id', 'name', 'is_processing'])
+    .where('id', '=', id)
+    .executeTakeFirst()) ?? 'gone';
+const taskState = async (id: number) =>
+  (await db()
+    .selectFrom('schedule_tasks')
+    .select(['id', 'time_offset'])
+    .where('id', '=', id)
+    .executeTakeFirst()) ?? 'gone';
+
+/** A schedule of the server, with one backup task, made through the API as `token`'s user. */
+async function scheduleWithTask(server: string, token: string): Promise<{ schedule: number; task: number }> {
+  const base = `/api/client/servers/${server}/schedules`;
+  const post = async (url: string, payload: Record<string, unknown>) => {
+    const res = await app.http.inject({ method: 'POST', url, headers: bearer(token), payload });
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+    return res.json<{ attributes: { id: number } }>().attributes.id;
+  };
+  const schedule = await post(base, SCHEDULE_BODY);
+  return { schedule, task: await post(`${base}/${schedule}/tasks`, TASK_BODY) };
+}
+
 /** Every caller's password (the harness's default), which the account's own settings ask for. */
 const PASSWORD = 'correct horse battery';
 const userColumn = async (
@@ -112,6 +151,7 @@ const userColumn = async (
   ];
 
 const BACKUPS = '/api/client/servers/{server}/backups';
+const SCHEDULES = '/api/client/servers/{server}/schedules';
 const USERS = '/api/client/servers/{server}/users';
 
 const ROUTES: Route[] = [
@@ -145,6 +185,29 @@ const ROUTES: Route[] = [
     state: backupState,
   },
   { method: 'DELETE', path: `${BACKUPS}/{backup}`, need: 'backup.delete', success: 204, state: backupState },
+  // Automatic backups' retention, and bulk delete (beyond Pterodactyl).
+  { method: 'GET', path: `${BACKUPS}/retention`, need: 'backup.delete', success: 200 },
+  {
+    method: 'PUT',
+    path: `${BACKUPS}/retention`,
+    need: 'backup.delete',
+    body: { keep_last: 3 },
+    success: 200,
+    state: async (f) =>
+      (await db()
+        .selectFrom('backup_retention')
+        .select('keep_last')
+        .where('server_id', '=', f.server.id)
+        .executeTakeFirst()) ?? 'no policy',
+  },
+  { method: 'GET', path: `${BACKUPS}/retention/preview`, need: 'backup.delete', success: 200 },
+  {
+    method: 'POST',
+    path: `${BACKUPS}/delete`,
+    need: 'backup.delete',
+    body: { backups: ['00000000-0000-4000-8000-000000000000'] },
+    success: 200,
+  },
   {
     method: 'POST',
     path: `${BACKUPS}/{backup}/restore`,
@@ -152,6 +215,76 @@ const ROUTES: Route[] = [
     body: { truncate: false },
     success: 204,
     state: (f) => serverStatus(f.server.id),
+  },
+  // Schedules.
+  { method: 'GET', path: SCHEDULES, need: 'schedule.read', success: 200 },
+  {
+    method: 'POST',
+    path: SCHEDULES,
+    need: 'schedule.create',
+    body: SCHEDULE_BODY,
+    success: 200,
+    state: async (f) =>
+      (
+        await db()
+          .selectFrom('schedules')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('server_id', '=', f.server.id)
+          .executeTakeFirstOrThrow()
+      ).n,
+  },
+  { method: 'GET', path: `${SCHEDULES}/{schedule}`, need: 'schedule.read', success: 200 },
+  {
+    method: 'POST',
+    path: `${SCHEDULES}/{schedule}`,
+    need: 'schedule.update',
+    body: { ...SCHEDULE_BODY, name: 'changed by the matrix' },
+    success: 200,
+    state: (f) => scheduleState(f.schedule),
+  },
+  {
+    method: 'DELETE',
+    path: `${SCHEDULES}/{schedule}`,
+    need: 'schedule.delete',
+    success: 204,
+    state: (f) => scheduleState(f.schedule),
+  },
+  {
+    method: 'POST',
+    path: `${SCHEDULES}/{schedule}/execute`,
+    need: 'schedule.update',
+    success: 202,
+    state: (f) => scheduleState(f.schedule),
+  },
+  {
+    method: 'POST',
+    path: `${SCHEDULES}/{schedule}/tasks`,
+    need: 'schedule.update',
+    body: TASK_BODY,
+    success: 200,
+    state: async (f) =>
+      (
+        await db()
+          .selectFrom('schedule_tasks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('schedule_id', '=', f.schedule)
+          .executeTakeFirstOrThrow()
+      ).n,
+  },
+  {
+    method: 'POST',
+    path: `${SCHEDULES}/{schedule}/tasks/{task}`,
+    need: 'schedule.update',
+    body: { ...TASK_BODY, time_offset: 42 },
+    success: 200,
+    state: (f) => taskState(f.task),
+  },
+  {
+    method: 'DELETE',
+    path: `${SCHEDULES}/{schedule}/tasks/{task}`,
+    need: 'schedule.update',
+    success: 204,
+    state: (f) => taskState(f.task),
   },
   // Subusers.
   { method: 'GET', path: USERS, need: 'user.read', success: 200 },
@@ -296,13 +429,20 @@ function subuserPermissions(caller: Caller, need: Need): string[] | null {
 }
 
 /** A fresh server of the owner, with a successful backup and a subuser, and the caller in place. */
-async function serverFixture(caller: Caller, need: Need, options: { backup?: boolean } = {}) {
+async function serverFixture(
+  caller: Caller,
+  need: Need,
+  options: { backup?: boolean; schedule?: boolean } = {},
+) {
   const server = await createServer(app, users.owner);
   const permissions = subuserPermissions(caller, need);
   if (permissions !== null) await addSubuser(app, server.id, users[caller], permissions);
   await addSubuser(app, server.id, target, ['activity.read']);
   const backup = options.backup === false ? '' : (await importBackup(app, server.id, archive)).uuid;
-  return { server: { id: server.id, identifier: server.identifier }, backup };
+  const schedule = options.schedule
+    ? await scheduleWithTask(server.identifier, tokens.owner)
+    : { schedule: 0, task: 0 };
+  return { server: { id: server.id, identifier: server.identifier }, backup, ...schedule };
 }
 
 async function fixtureFor(route: Route, caller: Caller): Promise<Fixture> {
@@ -311,18 +451,33 @@ async function fixtureFor(route: Route, caller: Caller): Promise<Fixture> {
     const identifier = route.path.includes('{identifier}')
       ? (await createApiKey(app, users[caller])).identifier
       : '';
-    return { ...base, server: { id: '', identifier: '' }, backup: '', identifier };
+    return { ...base, server: { id: '', identifier: '' }, backup: '', schedule: 0, task: 0, identifier };
   }
   return {
     ...base,
-    ...(await serverFixture(caller, route.need, { backup: route.path.includes('{backup}') })),
+    ...(await serverFixture(caller, route.need, {
+      backup: route.path.includes('{backup}'),
+      schedule: route.path.includes('{schedule}'),
+    })),
   };
 }
 
-function urlOf(route: Route, values: { server: string; backup: string; user: string; identifier: string }) {
+function urlOf(
+  route: Route,
+  values: {
+    server: string;
+    backup: string;
+    schedule: number | string;
+    task: number | string;
+    user: string;
+    identifier: string;
+  },
+) {
   return route.path
     .replace('{server}', values.server)
     .replace('{backup}', values.backup)
+    .replace('{schedule}', String(values.schedule))
+    .replace('{task}', String(values.task))
     .replace('{user}', values.user)
     .replace('{identifier}', values.identifier);
 }
@@ -350,7 +505,7 @@ const CODES: Record<number, [string, string]> = {
 /** A 2xx with the right body, or the error envelope whose status matches the response's. */
 function expectWellFormed(res: LightMyRequestResponse): void {
   expect(res.statusCode, res.body).toBeLessThan(500);
-  if (res.statusCode === 204) {
+  if (res.statusCode === 204 || res.statusCode === 202) {
     expect(res.body).toBe('');
     return;
   }
@@ -432,12 +587,14 @@ interface Probe {
   badRequestAllowed?: boolean;
 }
 
-/** Servers A and B of the owner, C of another user; a backup and a subuser of each. */
+/** Servers A and B of the owner, C of another user; a backup, a schedule (with a task) and a subuser of each. */
 interface ProbeFixture {
   a: Fixture['server'];
   b: Fixture['server'];
   c: Fixture['server'];
   backups: { a: string; b: string; c: string };
+  schedules: { a: number; b: number; c: number };
+  tasks: { a: number; b: number; c: number };
   subusers: { a: string; b: string; c: string };
   /** A key of a user who is none of the callers. */
   othersKey: { identifier: string; token: string };
@@ -461,13 +618,21 @@ async function probeFixture(need: Need): Promise<ProbeFixture> {
   await addSubuser(app, b.id, bOnly, ['activity.read']);
   await addSubuser(app, c.id, cOnly, ['activity.read']);
   const [ba, bb, bc] = await Promise.all([a, b, c].map((s) => importBackup(app, s.id, archive)));
+  const othersKey = await createApiKey(app, other);
+  const [sa, sb, sc] = [
+    await scheduleWithTask(a.identifier, tokens.owner),
+    await scheduleWithTask(b.identifier, tokens.owner),
+    await scheduleWithTask(c.identifier, othersKey.token),
+  ];
   return {
     a: { id: a.id, identifier: a.identifier },
     b: { id: b.id, identifier: b.identifier },
     c: { id: c.id, identifier: c.identifier },
     backups: { a: ba!.uuid, b: bb!.uuid, c: bc!.uuid },
+    schedules: { a: sa.schedule, b: sb.schedule, c: sc.schedule },
+    tasks: { a: sa.task, b: sb.task, c: sc.task },
     subusers: { a: target.id, b: bOnly.id, c: cOnly.id },
-    othersKey: await createApiKey(app, other),
+    othersKey,
   };
 }
 
@@ -476,6 +641,19 @@ async function probeState(f: ProbeFixture) {
   const servers = [f.a.id, f.b.id, f.c.id];
   return {
     statuses: await Promise.all(servers.map((id) => serverStatus(id))),
+    schedules: await db()
+      .selectFrom('schedules')
+      .select(['id', 'server_id', 'name', 'is_processing'])
+      .where('server_id', 'in', servers)
+      .orderBy('id')
+      .execute(),
+    tasks: await db()
+      .selectFrom('schedule_tasks')
+      .innerJoin('schedules', 'schedules.id', 'schedule_tasks.schedule_id')
+      .select(['schedule_tasks.id', 'schedule_tasks.schedule_id', 'schedule_tasks.time_offset'])
+      .where('schedules.server_id', 'in', servers)
+      .orderBy('schedule_tasks.id')
+      .execute(),
     backups: await db()
       .selectFrom('backups')
       .select(['id', 'server_id', 'is_locked'])
@@ -523,7 +701,35 @@ const UNKNOWN: Probe[] = [
 ];
 
 /** The placeholder a route's probes replace, and what they replace it with. */
-function objectProbes(route: Route): { slot: 'backup' | 'user' | 'identifier'; probes: Probe[] } {
+function objectProbes(route: Route): {
+  slot: 'backup' | 'schedule' | 'task' | 'user' | 'identifier';
+  probes: Probe[];
+} {
+  if (route.path.includes('{task}')) {
+    return {
+      slot: 'task',
+      probes: [
+        { name: "a task of a schedule of the owner's other server", value: (f) => String(f.tasks.b) },
+        { name: "a task of a schedule of another user's server", value: (f) => String(f.tasks.c) },
+        { name: 'an id that names no task', value: constant('999999999') },
+        { name: 'a negative id', value: constant('-1') },
+        ...UNKNOWN,
+      ],
+    };
+  }
+  if (route.path.includes('{schedule}')) {
+    return {
+      slot: 'schedule',
+      probes: [
+        { name: "a schedule of the owner's other server", value: (f) => String(f.schedules.b) },
+        { name: "a schedule of another user's server", value: (f) => String(f.schedules.c) },
+        { name: 'an id that names no schedule', value: constant('999999999') },
+        { name: 'a number too large to be an id', value: constant('99999999999999999999') },
+        { name: 'a number that is not an integer', value: constant('1.5') },
+        ...UNKNOWN,
+      ],
+    };
+  }
   if (route.path.includes('{backup}')) {
     return {
       slot: 'backup',
@@ -585,7 +791,7 @@ async function statusesOf(
   return out;
 }
 
-for (const route of ROUTES.filter((r) => /\{(backup|user|identifier)\}/.test(r.path))) {
+for (const route of ROUTES.filter((r) => /\{(backup|schedule|task|user|identifier)\}/.test(r.path))) {
   describe(`another object in ${routeName(route)}`, () => {
     let f: ProbeFixture;
     let before: Awaited<ReturnType<typeof probeState>>;
@@ -600,6 +806,8 @@ for (const route of ROUTES.filter((r) => /\{(backup|user|identifier)\}/.test(r.p
         const url = urlOf(route, {
           server: f.a.identifier,
           backup: f.backups.a,
+          schedule: f.schedules.a,
+          task: f.tasks.a,
           user: f.subusers.a,
           identifier: '',
           [slot]: probe.value(f),
@@ -645,6 +853,8 @@ for (const route of ROUTES.filter((r) => r.path.includes('{server}'))) {
         const url = urlOf(route, {
           server: probe.value(f),
           backup: foreign ? f.backups.c : f.backups.a,
+          schedule: foreign ? f.schedules.c : f.schedules.a,
+          task: foreign ? f.tasks.c : f.tasks.a,
           user: foreign ? f.subusers.c : f.subusers.a,
           identifier: '',
         });

@@ -89,6 +89,8 @@ describe('the backup summary of each server in the list', () => {
       bytes: state.outcome === 'succeeded' ? (state.bytes ?? 1000) : 0,
       isSuccessful: state.outcome === 'succeeded',
       isLocked: false,
+      isAutomatic: false,
+      scheduleId: null,
       createdAt: at,
       completedAt: state.outcome === 'running' ? null : at,
       files: null,

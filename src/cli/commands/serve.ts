@@ -65,6 +65,8 @@ async function serve(options: ServeOptions): Promise<void> {
     // The metrics listener, when it has an address of its own, and retention beside the worker.
     await runtime.ops.start({ jobs: options.role === 'all', http: true });
     worker?.start();
+    // The scheduler's tick runs beside the worker: where jobs run, schedules are started.
+    if (worker) runtime.services.scheduleTicker.start();
     started(true);
   } catch (error) {
     // Whoever signals now finds a process already stopping: this path closes and exits.

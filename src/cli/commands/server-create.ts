@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { DEFAULT_NODE } from '../../servers/node-name.ts';
+import { DEFAULT_BACKUP_LIMIT } from '../../servers/server.service.ts';
 import { positiveInteger, printRecord } from '../output.ts';
 import { recordAction } from '../with-runtime.ts';
 
@@ -8,6 +9,7 @@ interface ServerCreateOptions {
   name: string;
   description?: string;
   diskMb: number;
+  backupLimit: number;
   node: string;
   json: boolean;
 }
@@ -21,6 +23,12 @@ export function serverCreateCommand(server: Command): void {
     .option('--description <text>')
     .option('--disk-mb <mib>', 'disk limit in MiB (0 = none)', positiveInteger, 0)
     .option(
+      '--backup-limit <n>',
+      'how many backups the server may hold (0 = backups disabled)',
+      positiveInteger,
+      DEFAULT_BACKUP_LIMIT,
+    )
+    .option(
       '--node <name>',
       "the node whose worker holds the server's volume and runs its jobs",
       DEFAULT_NODE,
@@ -29,6 +37,7 @@ export function serverCreateCommand(server: Command): void {
     const { server: created, volume } = await services.servers.create(o);
     printRecord(o.json, { uuid: created.id, identifier: created.identifier, volume }, [
       `created server ${created.name} (${created.identifier}, ${created.id}) on node ${created.node}`,
+      `backup limit: ${created.backup_limit}`,
       `volume: ${volume}`,
     ]);
   });

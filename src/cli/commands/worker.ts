@@ -4,7 +4,10 @@ import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
 import { openRuntime } from '../../runtime.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';
 
-/** `aerie worker`: runs the background jobs (backups, restores) of one node's servers, without HTTP. */
+/**
+ * `aerie worker`: runs the background jobs (backups, restores, schedules' tasks) of one node's
+ * servers, and the scheduler's tick, without HTTP.
+ */
 export function workerCommand(cli: Command): void {
   cli
     .command('worker')
@@ -27,6 +30,8 @@ async function work(options: { node: string }): Promise<void> {
   });
   const worker = runtime.services.createWorker(node, node);
   worker.start();
+  // The scheduler's tick: every process that runs jobs looks for due schedules.
+  runtime.services.scheduleTicker.start();
   // Before saying it has started: a SIGTERM sent on reading that line must find the handler.
   stopOnSignal(runtime, { worker });
   runtime.logger.info({ owner: worker.owner, node }, 'worker started');

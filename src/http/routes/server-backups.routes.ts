@@ -5,12 +5,14 @@ import {
   BackupListSchema,
   BackupParamsSchema,
   BackupResourceSchema,
+  BulkDeleteBodySchema,
+  BulkDeleteResultSchema,
   CreateBackupBodySchema,
   DownloadQuerySchema,
   RestoreBodySchema,
   SignedUrlSchema,
 } from '../../backups/backup.schema.ts';
-import { toBackupResource } from '../../backups/backup.transform.ts';
+import { toBackupResource, toBulkDeleteResource } from '../../backups/backup.transform.ts';
 import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
 import { clientSchema, noContent } from '../client-route.ts';
@@ -125,6 +127,26 @@ export function serverBackupRoutes(
       noContent(
         reply,
         backupManagement.delete(authenticatedContextOf(request), accessOf(request), backupOfRequest(request)),
+      ),
+  );
+
+  typed.post(
+    `${base}/delete`,
+    {
+      schema: clientSchema(
+        tag,
+        'Delete several backups (beyond Pterodactyl): each checked as a single delete is; answers which were deleted and which refused (backup.delete)',
+        { params: ServerParamsSchema, body: BulkDeleteBodySchema, response: { 200: BulkDeleteResultSchema } },
+      ),
+      preValidation: serverAccess(access, can('backup.delete')),
+    },
+    async (request) =>
+      toBulkDeleteResource(
+        await backupManagement.deleteMany(
+          authenticatedContextOf(request),
+          accessOf(request),
+          request.body.backups,
+        ),
       ),
   );
 

@@ -1,0 +1,51 @@
+import { toWireTime } from '../shared/time.ts';
+import type { SavedRetention } from './backup-retention.repository.ts';
+import type { RetentionPolicyResource, RetentionPreview } from './backup-retention.schema.ts';
+import type { RetentionPlan } from './backup-retention.service.ts';
+import type { Backup } from './backup.ts';
+import type { RetentionPolicy } from './retention-policy.ts';
+
+function policyAttributes(policy: RetentionPolicy) {
+  return {
+    keep_last: policy.last,
+    keep_hourly: policy.hourly,
+    keep_daily: policy.daily,
+    keep_weekly: policy.weekly,
+    keep_monthly: policy.monthly,
+    keep_yearly: policy.yearly,
+  };
+}
+
+export function toRetentionPolicyResource(saved: SavedRetention, timeZone: string): RetentionPolicyResource {
+  return {
+    object: 'backup_retention_policy',
+    attributes: {
+      ...policyAttributes(saved.policy),
+      time_zone: timeZone,
+      updated_at: toWireTime(saved.updatedAt),
+    },
+  };
+}
+
+function previewEntry(backup: Backup, reasons: string[]) {
+  return {
+    uuid: backup.id,
+    name: backup.name,
+    created_at: toWireTime(backup.createdAt),
+    is_automatic: backup.isAutomatic,
+    is_locked: backup.isLocked,
+    reasons,
+  };
+}
+
+export function toRetentionPreview(plan: RetentionPlan): RetentionPreview {
+  return {
+    object: 'backup_retention_preview',
+    attributes: {
+      ...policyAttributes(plan.policy),
+      time_zone: plan.timeZone,
+      keep: plan.keep.map(({ backup, reasons }) => previewEntry(backup, reasons)),
+      delete: plan.remove.map((backup) => previewEntry(backup, [])),
+    },
+  };
+}
