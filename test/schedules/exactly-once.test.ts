@@ -45,20 +45,29 @@ async function sharedDatabase(dialect: (typeof ALL_DIALECT_CASES)[number]) {
 const RUNTIMES = 4;
 const SCHEDULES = 8;
 
+/**
+ * RUNTIMES test apps on one scratch database of the dialect's server, all on `clock`: started
+ * before the block's tests, closed (and the database dropped) after them.
+ */
+function runtimesOnOneDatabase(dialect: (typeof ALL_DIALECT_CASES)[number], clock: ManualClock): TestApp[] {
+  let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
+  const apps: TestApp[] = [];
+  beforeAll(async () => {
+    database = await sharedDatabase(dialect);
+    for (let i = 0; i < RUNTIMES; i++)
+      apps.push(await startTestApp({ databaseUrl: database.url, clock: clock.clock }));
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await database?.drop();
+  });
+  return apps;
+}
+
 describe.each(ALL_DIALECT_CASES)('exactly once on $kind', (dialect) => {
   describe.runIf(dialect.available)('claims of one due time read by every runtime', () => {
-    let database: Awaited<ReturnType<typeof sharedDatabase>>;
-    const apps: TestApp[] = [];
     const clock = new ManualClock('2027-01-10T12:00:00.000Z');
-    beforeAll(async () => {
-      database = await sharedDatabase(dialect);
-      for (let i = 0; i < RUNTIMES; i++)
-        apps.push(await startTestApp({ databaseUrl: database.url, clock: clock.clock }));
-    });
-    afterAll(async () => {
-      for (const app of apps) await app.close();
-      await database?.drop();
-    });
+    const apps = runtimesOnOneDatabase(dialect, clock);
 
     it('lets one claim win, whatever the order the others come in', async () => {
       const [first] = apps;
@@ -95,18 +104,8 @@ describe.each(ALL_DIALECT_CASES)('exactly once on $kind', (dialect) => {
   // One process holds one SQLite connection, so runtimes sharing a thread cannot race on SQLite
   // (one would wait for a lock the other cannot release): processes race there, below.
   describe.runIf(dialect.available && dialect.kind !== 'sqlite')('runtimes ticking together', () => {
-    let database: Awaited<ReturnType<typeof sharedDatabase>>;
-    const apps: TestApp[] = [];
     const clock = new ManualClock('2027-01-10T12:00:00.000Z');
-    beforeAll(async () => {
-      database = await sharedDatabase(dialect);
-      for (let i = 0; i < RUNTIMES; i++)
-        apps.push(await startTestApp({ databaseUrl: database.url, clock: clock.clock }));
-    });
-    afterAll(async () => {
-      for (const app of apps) await app.close();
-      await database?.drop();
-    });
+    const apps = runtimesOnOneDatabase(dialect, clock);
 
     it('starts each due time of each schedule once, every minute for five minutes', async () => {
       const [first] = apps;
