@@ -1,5 +1,5 @@
 import type { Executor } from '../db/executor.ts';
-import { NO_POLICY, type RetentionPolicy } from './retention-policy.ts';
+import { keepFieldsOf, NO_POLICY, type RetentionPolicy } from './retention-policy.ts';
 import type { BackupRetentionRow } from './backup.table.ts';
 
 /** A server's saved retention policy, and when it was last set. */
@@ -22,17 +22,6 @@ function toSaved(row: BackupRetentionRow | undefined): SavedRetention {
       yearly: count(row.keep_yearly),
     },
     updatedAt: row.updated_at,
-  };
-}
-
-function columnsOf(policy: RetentionPolicy) {
-  return {
-    keep_last: policy.last,
-    keep_hourly: policy.hourly,
-    keep_daily: policy.daily,
-    keep_weekly: policy.weekly,
-    keep_monthly: policy.monthly,
-    keep_yearly: policy.yearly,
   };
 }
 
@@ -62,12 +51,12 @@ export class BackupRetentionRepository {
     if (exists === undefined) {
       await db
         .insertInto('backup_retention')
-        .values({ server_id: serverId, ...columnsOf(policy), updated_at: now })
+        .values({ server_id: serverId, ...keepFieldsOf(policy), updated_at: now })
         .execute();
     } else {
       await db
         .updateTable('backup_retention')
-        .set({ ...columnsOf(policy), updated_at: now })
+        .set({ ...keepFieldsOf(policy), updated_at: now })
         .where('server_id', '=', serverId)
         .execute();
     }

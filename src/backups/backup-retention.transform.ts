@@ -3,24 +3,13 @@ import type { SavedRetention } from './backup-retention.repository.ts';
 import type { RetentionPolicyResource, RetentionPreview } from './backup-retention.schema.ts';
 import type { RetentionPlan } from './backup-retention.service.ts';
 import type { Backup } from './backup.ts';
-import type { RetentionPolicy } from './retention-policy.ts';
-
-function policyAttributes(policy: RetentionPolicy) {
-  return {
-    keep_last: policy.last,
-    keep_hourly: policy.hourly,
-    keep_daily: policy.daily,
-    keep_weekly: policy.weekly,
-    keep_monthly: policy.monthly,
-    keep_yearly: policy.yearly,
-  };
-}
+import { keepFieldsOf } from './retention-policy.ts';
 
 export function toRetentionPolicyResource(saved: SavedRetention, timeZone: string): RetentionPolicyResource {
   return {
     object: 'backup_retention_policy',
     attributes: {
-      ...policyAttributes(saved.policy),
+      ...keepFieldsOf(saved.policy),
       time_zone: timeZone,
       updated_at: toWireTime(saved.updatedAt),
     },
@@ -42,7 +31,7 @@ export function toRetentionPreview(plan: RetentionPlan): RetentionPreview {
   return {
     object: 'backup_retention_preview',
     attributes: {
-      ...policyAttributes(plan.policy),
+      ...keepFieldsOf(plan.policy),
       time_zone: plan.timeZone,
       keep: plan.keep.map(({ backup, reasons }) => previewEntry(backup, reasons)),
       delete: plan.remove.map((backup) => previewEntry(backup, [])),

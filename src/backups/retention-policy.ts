@@ -51,6 +51,21 @@ export const NO_POLICY: RetentionPolicy = {
 };
 
 /** Whether the policy has a rule that keeps anything (with none, nothing is ever removed). */
+/**
+ * The policy as its `keep_*` fields: the names of the API's attributes and of the
+ * `backup_retention` columns alike.
+ */
+export function keepFieldsOf(policy: RetentionPolicy) {
+  return {
+    keep_last: policy.last,
+    keep_hourly: policy.hourly,
+    keep_daily: policy.daily,
+    keep_weekly: policy.weekly,
+    keep_monthly: policy.monthly,
+    keep_yearly: policy.yearly,
+  };
+}
+
 export function hasRules(policy: RetentionPolicy): boolean {
   return RETENTION_RULES.some((rule) => (policy[rule] ?? 0) > 0);
 }
