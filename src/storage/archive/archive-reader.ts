@@ -190,15 +190,21 @@ function checkedEntry(tar: ReadEntry, paths: EntryPaths, cancelled: Promise<neve
   if (tar.meta) throw new ArchiveError('name-too-long', 'an extended header is over 1 MiB', tar.path);
   if (!Number.isSafeInteger(tar.size) || tar.size < 0)
     throw corrupt(`invalid size for ${shownPath(tar.path)}`);
-  const rel = relativeEntryPath(tar.path);
+  const rel = checkEntryPath(tar.path);
   const kind = KINDS[tar.type] ?? 'other';
   if (rel !== '' && kind === 'file') paths.file(rel);
   if (rel !== '' && kind === 'directory') paths.directory(rel);
   return { rel, kind, tar, readBody: (onChunk) => readBody(tar, cancelled, onChunk) };
 }
 
-/** Maps an entry path to a path relative to the volume ('' = the volume itself). */
-function relativeEntryPath(raw: string): string {
+/**
+ * Maps an entry path to a path relative to the volume ('' = the volume itself): empty and `.`
+ * components go (so a leading '/' or './' does), and the path is refused (ArchiveError
+ * 'unsafe-path') when it holds a NUL byte or a `..` component, or ('name-too-long') when a component
+ * is over 255 bytes or the rest over 4096. Exported so that every source of restored entries (an
+ * archive, a snapshot) judges a path by this one rule.
+ */
+export function checkEntryPath(raw: string): string {
   if (raw.includes('\0')) throw new ArchiveError('unsafe-path', 'entry path contains a NUL byte', raw);
   const parts = raw.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.includes('..'))
@@ -216,11 +222,13 @@ function relativeEntryPath(raw: string): string {
 /**
  * What the archive's files and directories make of each path so far, to refuse an entry that
  * contradicts an earlier one before anything is written: a path under a file, a file where a
- * directory is (named, or made for an entry under it), a directory where a file is. A later file
- * over a file replaces it; links and other skipped entries create nothing and claim nothing.
- * Holds one map entry per file and directory of the archive (about 80 bytes each).
+ * directory is (named, or made for an entry under it), a directory where a file is (ArchiveError
+ * 'conflict'). A later file over a file replaces it; links and other skipped entries create
+ * nothing and claim nothing, so they are not told. Paths are those checkEntryPath returns, never
+ * '' (the volume itself). Holds one map entry per file and directory (about 80 bytes each).
+ * Exported so that another source of restored entries (a snapshot) refuses what an archive would.
  */
-class EntryPaths {
+export class EntryPaths {
   private readonly kinds = new Map<string, 'file' | 'directory'>();
   /** The last directory known to be one, with its parents: most entries share their parent. */
   private lastDirectory = '';

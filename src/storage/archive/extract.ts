@@ -1,12 +1,14 @@
 /**
- * Extracts a backup (.tar.gz) into a fresh, empty directory.
+ * Extracts a backup into a fresh, empty directory: a .tar.gz (extractArchive), or entries handed on
+ * one at a time by any other source (extractEntries), such as a snapshot's tree.
  *
  * Only regular files and directories are ever created; links, devices and other kinds are reported
- * in `skipped`. The archive is read by archive-reader.ts, which refuses unsafe or too long paths,
- * contradictory entries and damaged data exactly as `aerie backup import` does; this file writes
- * what it hands on, within the disk limit and the free space, enforced while data streams in.
- * Files are written with synchronous calls: a restore extracts in a worker thread of its own
- * (stageRestoreInThread), never on the thread that answers HTTP.
+ * in `skipped`. An archive is read by archive-reader.ts, which refuses unsafe or too long paths,
+ * contradictory entries and damaged data exactly as `aerie backup import` does; another source
+ * judges its paths with the same checkEntryPath and EntryPaths. This file writes what it is handed,
+ * within the disk limit and the free space, enforced while data streams in. Files are written with
+ * synchronous calls: a restore extracts in a worker thread of its own (stageRestoreInThread),
+ * never on the thread that answers HTTP.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -22,8 +24,7 @@ import {
 import { open, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { ReadEntry } from 'tar';
-import { readArchive, type ArchiveEntry } from './archive-reader.ts';
+import { checkEntryPath, readArchive, type ArchiveEntry, type EntryKind } from './archive-reader.ts';
 import {
   ArchiveError,
   type ArchiveFailure,
@@ -43,8 +44,56 @@ const MAX_SKIPPED_LISTED = 1000;
 const WRITE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW;
 const DIR_FLAGS = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
 
-export async function extractArchive(
-  archive: string | Readable,
+/** One entry to extract, whatever it was read from. */
+export interface ExtractEntry {
+  /**
+   * Path inside the volume, as checkEntryPath returns it ('' is the volume itself), and already
+   * told to the source's EntryPaths when it is a file or a directory.
+   */
+  readonly rel: string;
+  readonly kind: EntryKind;
+  /** Declared size of the content, charged to the disk budget before any of it is written. */
+  readonly size: number;
+  /** Permission bits (only 0o777 are applied); undefined: 0o644 for a file, 0o755 for a directory. */
+  readonly mode: number | undefined;
+  /** Left as the clock has it when undefined (or not a valid date). */
+  readonly mtime: Date | undefined;
+  /** The mtime when undefined. */
+  readonly atime: Date | undefined;
+  /**
+   * Hands the content to `onChunk` one chunk at a time, waiting for each chunk to be handled (for
+   * its promise to settle, when it returns one); rejects, and hands on no further chunk, when
+   * `onChunk` fails. Content longer than `size` is charged as it comes, and refused once over the
+   * budget; content shorter than `size` is for the source to refuse.
+   */
+  readonly readBody: (onChunk: (chunk: Buffer) => Promise<void> | void) => Promise<void>;
+  /** Skips content that will not be written (of a directory, or of an entry not restored). */
+  readonly discard: () => void;
+  /** For kind 'other': what the entry was, named in the reason it was skipped. */
+  readonly typeLabel?: string;
+  /** The path as the source wrote it, when it differs from `rel`: shown for a skipped entry at ''. */
+  readonly sourcePath?: string;
+}
+
+/**
+ * What a source of entries is given: `onEntry` writes one entry (or reports it skipped), and the
+ * source waits for its promise before handing on the next; `onRead` counts bytes the source read
+ * from storage (archive bytes, compressed chunks), reported as `archiveBytes` in the progress.
+ */
+export type EntryFeed = (
+  onEntry: (entry: ExtractEntry) => Promise<void>,
+  onRead: (bytes: number) => void,
+) => Promise<void>;
+
+/**
+ * Extracts into `destination` (an empty directory) every entry `feed` hands on, within `limits`:
+ * resolves with the report once `feed` has resolved and every directory has its mode and mtime;
+ * rejects with the first failure (an ArchiveError when an entry is at fault, or whatever `feed`
+ * threw). What was already written stays: the caller removes `destination`. The source honours
+ * `limits.signal` itself (this only checks it between entries and chunks).
+ */
+export async function extractEntries(
+  feed: EntryFeed,
   destination: string,
   limits: ExtractLimits,
   onProgress?: (p: Progress) => void,
@@ -53,20 +102,59 @@ export async function extractArchive(
   limits.signal?.throwIfAborted();
   const root = await DirectoryRoot.open(destination);
   try {
-    const extraction = new Extraction(root, budget, onProgress, limits.progressIntervalMs);
-    // The archive's checksum is taken on the same read: one pass over the file, not two.
-    const hash = createHash('sha256');
-    await readArchive(archive, (entry) => extraction.entry(entry), {
-      ...(limits.signal ? { signal: limits.signal } : {}),
-      onFileData: (chunk) => {
-        hash.update(chunk);
-        extraction.read(chunk.length);
-      },
-    });
-    return { ...(await extraction.finish()), archiveSha256: hash.digest('hex') };
+    const extraction = new Extraction(root, budget, limits.signal, onProgress, limits.progressIntervalMs);
+    await feed(
+      (entry) => extraction.entry(entry),
+      (bytes) => extraction.read(bytes),
+    );
+    return await extraction.finish();
   } finally {
     await root.close();
   }
+}
+
+/**
+ * Extracts the archive `archive` (a file path, or a stream of its bytes) as extractEntries does,
+ * its entries read and checked by readArchive; the report adds the archive's SHA-256.
+ */
+export async function extractArchive(
+  archive: string | Readable,
+  destination: string,
+  limits: ExtractLimits,
+  onProgress?: (p: Progress) => void,
+): Promise<ExtractReport> {
+  // The archive's checksum is taken on the same read: one pass over the file, not two.
+  const hash = createHash('sha256');
+  const report = await extractEntries(
+    (onEntry, onRead) =>
+      readArchive(archive, (entry) => onEntry(fromArchive(entry)), {
+        ...(limits.signal ? { signal: limits.signal } : {}),
+        onFileData: (chunk) => {
+          hash.update(chunk);
+          onRead(chunk.length);
+        },
+      }),
+    destination,
+    limits,
+    onProgress,
+  );
+  return { ...report, archiveSha256: hash.digest('hex') };
+}
+
+/** An archive's entry as extraction takes it: node-tar's fields, its body read through the reader. */
+function fromArchive({ rel, kind, tar, readBody }: ArchiveEntry): ExtractEntry {
+  return {
+    rel,
+    kind,
+    size: tar.size,
+    mode: tar.mode,
+    mtime: tar.mtime,
+    atime: tar.atime,
+    readBody,
+    discard: () => tar.resume(),
+    typeLabel: tar.type,
+    sourcePath: tar.path,
+  };
 }
 
 interface Budget {
@@ -94,25 +182,36 @@ class Extraction {
   constructor(
     private readonly root: DirectoryRoot,
     private readonly budget: Budget,
+    private readonly signal: AbortSignal | undefined,
     private readonly onProgress?: (p: Progress) => void,
     private readonly progressIntervalMs = PROGRESS_INTERVAL_MS,
   ) {}
 
-  /** Bytes of the archive itself read so far (compressed). */
+  /** Bytes the source read from storage so far (the archive's, compressed). */
   read(bytes: number): void {
     this.archiveBytes += bytes;
     this.progress();
   }
 
-  /** Writes one entry the reader has checked, or reports it skipped. */
-  async entry({ rel, kind, tar, readBody }: ArchiveEntry): Promise<void> {
-    if (kind === 'file' && rel !== '') return this.writeFile(rel, tar, readBody);
-    tar.resume(); // drain whatever body the entry has; it is never written
-    if (kind === 'directory') return rel === '' ? undefined : this.makeDirectory(rel, tar);
-    this.charge(tar.size);
+  /** Writes one entry the source has checked, or reports it skipped. */
+  async entry(entry: ExtractEntry): Promise<void> {
+    this.signal?.throwIfAborted();
+    const { rel, kind } = entry;
+    // Every path reaches the filesystem as it is, relative to the staging tree: one a source did
+    // not normalize (a `..` above all) is refused here too, not only by the source's own checks.
+    if (checkEntryPath(rel) !== rel)
+      throw new ArchiveError('unsafe-path', `entry path ${shownPath(rel)} is not normalized`, rel);
+    if (kind === 'file' && rel !== '') return this.writeFile(rel, entry);
+    entry.discard(); // whatever body the entry has is never written
+    if (kind === 'directory') return rel === '' ? undefined : this.makeDirectory(rel, entry);
+    this.charge(entry.size);
     const reason =
-      rel === '' ? 'targets the volume root' : kind === 'other' ? `unsupported type ${tar.type}` : undefined;
-    this.skip(rel || tar.path, kind === 'file' ? 'other' : kind, reason);
+      rel === ''
+        ? 'targets the volume root'
+        : kind === 'other' && entry.typeLabel !== undefined
+          ? `unsupported type ${entry.typeLabel}`
+          : undefined;
+    this.skip(rel || (entry.sourcePath ?? rel), kind === 'file' ? 'other' : kind, reason);
   }
 
   async finish(): Promise<ExtractReport> {
@@ -135,12 +234,13 @@ class Extraction {
    * thread (stageRestoreInThread), where they hold up only that thread, and they spare a round
    * trip through libuv's pool for every open, write, chmod, utimes and close.
    */
-  private async writeFile(rel: string, entry: ReadEntry, readBody: ArchiveEntry['readBody']): Promise<void> {
+  private async writeFile(rel: string, entry: ExtractEntry): Promise<void> {
     this.charge(ENTRY_COST);
     if (this.used + entry.size > this.budget.limit) throw this.overLimit(rel);
     const fd = await this.createFile(rel);
     try {
-      await readBody((chunk) => {
+      await entry.readBody((chunk) => {
+        this.signal?.throwIfAborted();
         this.charge(chunk.length, rel);
         writeFully(fd, chunk);
         this.report.bytes += chunk.length;
@@ -170,7 +270,7 @@ class Extraction {
     return this.root.at(rel, (longTarget) => Promise.resolve(openForWriting(longTarget, rel)));
   }
 
-  private async makeDirectory(rel: string, entry: ReadEntry): Promise<void> {
+  private async makeDirectory(rel: string, entry: ExtractEntry): Promise<void> {
     try {
       await this.ensureDirectory(rel, true);
     } catch (err) {

@@ -32,7 +32,12 @@ import {
 import { chmod, lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ArchiveError, type ExtractReport, type Progress } from '../archive/archive.types.ts';
+import {
+  ArchiveError,
+  type ExtractLimits,
+  type ExtractReport,
+  type Progress,
+} from '../archive/archive.types.ts';
 import { DirectoryRoot, removeTree, syncDirectory } from '../directory-root.ts';
 import { isMountPoint, mountsInside } from './mount-point.ts';
 import { readReport, saveReport } from './restore-report.ts';
@@ -54,14 +59,26 @@ export interface StageOptions {
 }
 
 /**
+ * Fills `staging` (an empty directory) with the backup, within `limits`, and reports what it
+ * wrote: how a backup that is not an archive (a snapshot) is staged, typically by extractEntries.
+ * What it leaves behind when it fails is removed by stageRestore.
+ */
+export type StageSource = (
+  staging: string,
+  limits: ExtractLimits,
+  onProgress?: (p: Progress) => void,
+) => Promise<ExtractReport>;
+
+/**
  * Builds the restored tree in `paths.staging` (in `paths.inPlace.staging` for a volume that is a
- * mount point): the backup, plus (unless truncating) whatever only the live volume has, then saves
- * the report beside it (`paths.report`). The live volume's entries are only read. On failure the
- * staging directory and the report are removed.
+ * mount point): the backup (an archive, a file path or a stream of its bytes, or what `source`
+ * writes), plus (unless truncating) whatever only the live volume has, then saves the report
+ * beside it (`paths.report`). The live volume's entries are only read. On failure the staging
+ * directory and the report are removed.
  */
 export async function stageRestore(
   paths: RestorePaths,
-  archive: string | Readable,
+  source: string | Readable | StageSource,
   options: StageOptions,
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
@@ -82,8 +99,11 @@ export async function stageRestore(
   await mkdir(staging, { mode: 0o700 });
   try {
     let last: Progress = { files: 0, bytes: 0 };
-    const report = await extractArchive(
-      archive,
+    const extract: StageSource =
+      typeof source === 'function'
+        ? source
+        : (dest, limits, progress) => extractArchive(source, dest, limits, progress);
+    const report = await extract(
       staging,
       {
         maxBytes: options.maxBytes,

@@ -6,6 +6,12 @@ import type { ExtractReport, Progress } from '../archive/archive.types.ts';
 import { stageRestore, type StageOptions } from './restore-files.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
 import { fromStore } from '../stores/store-unreachable.ts';
+import { openRepositoryStore } from '../repository/repository-location.ts';
+import { Repository } from '../repository/repository.ts';
+import { extractSnapshot } from '../repository/snapshot-restore.ts';
+import type { SnapshotSource } from './stage-restore.ts';
+import { ArchiveError } from '../archive/archive.types.ts';
+import { RepositoryMissing } from '../repository/repository-store.ts';
 
 const input = workerData as StageRestoreInput;
 // Background work: the thread answering HTTP (and the other servers' processes) go first.
@@ -20,6 +26,7 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
   const onProgress = input.reportProgress ? post : undefined;
   const { archive } = input;
   if (typeof archive === 'string') return stageRestore(input.paths, archive, options, onProgress);
+  if ('repository' in archive) return stageSnapshot(input.paths, archive, options, onProgress);
   // An S3 archive is streamed from the store by this thread, hashed and extracted on one pass.
   // The S3 client is loaded only then: loading it costs a local restore's thread about 0.2 s of
   // CPU and 20 MB. The only sockets this thread opens are the store's: a network failure here is
@@ -29,3 +36,33 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
     withArchiveStream(archive, (stream) => stageRestore(input.paths, stream, options, onProgress)),
   );
 });
+
+/** Stages a restore from a snapshot: every chunk checked as it is read, several read at once. */
+async function stageSnapshot(
+  paths: StageRestoreInput['paths'],
+  source: SnapshotSource,
+  options: StageOptions,
+  onProgress: ((p: Progress) => void) | undefined,
+): Promise<ExtractReport> {
+  const store = await openRepositoryStore(source.repository);
+  try {
+    const repository = await fromStore(() => Repository.open(store));
+    const { record, sha256 } = await fromStore(() => repository.loadSnapshot(source.backupId)).catch(
+      (error: unknown) => {
+        if (error instanceof RepositoryMissing)
+          throw new ArchiveError('not-found', 'the snapshot of this backup is missing from storage');
+        throw error;
+      },
+    );
+    const report = await stageRestore(
+      paths,
+      (staging, limits, progress) =>
+        fromStore(() => extractSnapshot(repository, record.tree, staging, limits, progress)),
+      options,
+      onProgress,
+    );
+    return { ...report, archiveSha256: sha256 };
+  } finally {
+    await store.close();
+  }
+}

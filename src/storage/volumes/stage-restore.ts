@@ -11,6 +11,7 @@ import {
   type Progress,
 } from '../archive/archive.types.ts';
 import type { ArchiveLocation } from '../stores/backup-storage.ts';
+import type { RepositoryLocation } from '../repository/repository-location.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
 
 /**
@@ -21,10 +22,16 @@ import { discardStaging, type RestorePaths, type StageOptions } from './restore-
  */
 const YOUNG_GENERATION_MB = 8;
 
+/** A backup kept as a snapshot: its repository, and the backup whose snapshot it is. */
+export interface SnapshotSource {
+  repository: RepositoryLocation;
+  backupId: string;
+}
+
 export interface StageRestoreInput {
   paths: RestorePaths;
-  /** A file path, or an S3 object the thread reads as a stream. */
-  archive: ArchiveLocation;
+  /** A file path, or an S3 object the thread reads as a stream; or a snapshot. */
+  archive: ArchiveLocation | SnapshotSource;
   truncate: boolean;
   maxBytes: number | null;
   reportProgress: boolean;
@@ -36,11 +43,12 @@ export interface StageRestoreInput {
  * `onProgress` how far it has got (files and bytes written, archive bytes read; then the merge).
  * Aborting `options.signal` ends the thread at once; the staging tree and its report are then
  * removed before the promise rejects. An ArchiveError thrown in the thread is rethrown here as
- * one, with the same reason, message and entry.
+ * one, with the same reason, message and entry. A snapshot's report gives as `archiveSha256` the
+ * SHA-256 of its snapshot record (the backup's checksum).
  */
 export function stageRestoreInThread(
   paths: RestorePaths,
-  archive: ArchiveLocation,
+  archive: ArchiveLocation | SnapshotSource,
   options: StageOptions,
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {

@@ -1,0 +1,456 @@
+/**
+ * A snapshot repository: content-addressed blobs (file chunks and directory trees) packed into
+ * pack files, an index saying which pack holds each blob, and one snapshot record per backup.
+ *
+ *   packs/<2 hex>/<pack id>   blobs, one after another, then the pack's own header (JSON: each
+ *                             blob's id, kind, offset, stored and raw length, compression), its
+ *                             length (u32 LE) and the magic `AERIEPK1`. The id is the SHA-256 of
+ *                             the whole pack.
+ *   index/<id>                which blobs each pack holds (the packs' headers, gathered), JSON.
+ *   snapshots/<backup uuid>   the snapshot record: root tree id, parent, totals (JSON).
+ *
+ * A blob's id is the SHA-256 of its raw content; every blob read is hashed again and compared,
+ * so damage anywhere in storage is found before a byte of it is used. Writes go in the order
+ * packs → index → snapshot: a snapshot record exists only once everything it names is stored,
+ * and a writer killed at any point leaves only packs (or an index) nothing names, which prune
+ * removes. Nothing is ever changed in place.
+ */
+import { createHash, hash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { constants as zc, zstdCompress, zstdDecompress } from 'node:zlib';
+import { looksIncompressible } from '../archive/compressibility.ts';
+import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
+import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
+
+const compress = promisify(zstdCompress);
+const decompress = promisify(zstdDecompress);
+
+/** Packs are sealed once they hold this much: a few dozen objects per GiB (few S3 requests). */
+export const PACK_TARGET = 16 * 1024 * 1024;
+/** zstd level 3: on the bench logs, 3× the ratio of deflate level 1 at twice its speed. */
+const ZSTD_LEVEL = 3;
+const PACK_MAGIC = Buffer.from('AERIEPK1');
+const TRAILER = 4 + PACK_MAGIC.length;
+/** How many blobs may be compressing at once (each on libuv's pool): two cores, kept busy. */
+const COMPRESSING = 4;
+/** How many sealed packs may be uploading at once: memory stays under a few packs. */
+const UPLOADING = 2;
+
+export type BlobKind = 'data' | 'tree';
+const KIND_CODE: Record<BlobKind, number> = { data: 0, tree: 1 };
+const CODE_KIND: BlobKind[] = ['data', 'tree'];
+
+/** Where a blob is: its pack, the bytes it takes there, and how to turn them back into content. */
+export interface BlobLocation {
+  pack: string;
+  kind: BlobKind;
+  offset: number;
+  /** Bytes stored in the pack. */
+  length: number;
+  /** Bytes of content. */
+  raw: number;
+  compressed: boolean;
+}
+
+/** A blob's line in a pack header or an index: [id, kind, offset, length, raw, compression]. */
+export type BlobLine = [string, number, number, number, number, number];
+
+export interface PackEntry {
+  id: string;
+  bytes: number;
+  blobs: BlobLine[];
+}
+
+export interface SnapshotRecord {
+  v: 1;
+  /** The backup it belongs to. */
+  backup: string;
+  time: string;
+  /** Root tree id. */
+  tree: string;
+  /** The backup whose snapshot this one was made against (files unchanged since were not read). */
+  parent: string | null;
+  files: number;
+  directories: number;
+  /** Bytes of file content: what a restore writes. */
+  bytes: number;
+  /** What this backup added to the repository: new blobs, their stored (compressed) bytes. */
+  added: { blobs: number; bytes: number };
+}
+
+export function packKey(id: string): string {
+  return `packs/${id.slice(0, 2)}/${id}`;
+}
+
+export function snapshotKey(backupId: string): string {
+  return `snapshots/${backupId}`;
+}
+
+/** SHA-256 of `bytes`, hex (one native call). */
+export function blobId(bytes: Uint8Array): string {
+  return hash('sha256', bytes, 'hex');
+}
+
+export class Repository {
+  private constructor(
+    readonly store: RepositoryStore,
+    private readonly blobs: Map<string, BlobLocation>,
+    /** The index objects this view was loaded from. */
+    readonly indexKeys: string[],
+  ) {}
+
+  /** Opens a repository (an empty store is an empty repository), loading its whole index. */
+  static async open(store: RepositoryStore): Promise<Repository> {
+    const blobs = new Map<string, BlobLocation>();
+    const keys = (await store.list('index/')).map((o) => o.key);
+    await inBatches(keys, 8, async (key) => {
+      let bytes: Buffer;
+      try {
+        bytes = await store.get(key);
+      } catch (error) {
+        if (error instanceof RepositoryMissing) return; // replaced by a prune meanwhile
+        throw error;
+      }
+      for (const pack of parseIndex(key, bytes)) addPack(blobs, pack);
+    });
+    return new Repository(store, blobs, keys);
+  }
+
+  has(id: string): boolean {
+    return this.blobs.has(id);
+  }
+
+  location(id: string): BlobLocation | undefined {
+    return this.blobs.get(id);
+  }
+
+  /** Every blob the index knows, with where it is. */
+  entries(): IterableIterator<[string, BlobLocation]> {
+    return this.blobs.entries();
+  }
+
+  /** Adds what a writer stored to this view of the index (a writer that saved several snapshots). */
+  learn(packs: readonly PackEntry[]): void {
+    for (const pack of packs) addPack(this.blobs, pack);
+  }
+
+  /**
+   * A blob's content, checked: its stored bytes are fetched, decompressed and hashed, and
+   * anything that does not give back exactly the blob is a DamagedRepository naming it.
+   */
+  async readBlob(id: string): Promise<Buffer> {
+    const where = this.blobs.get(id);
+    if (where === undefined) throw new DamagedRepository(`blob ${id} is in no pack of the index`, id);
+    let stored: Buffer;
+    try {
+      stored = await this.store.getRange(packKey(where.pack), where.offset, where.length);
+    } catch (error) {
+      if (error instanceof RepositoryMissing) {
+        throw new DamagedRepository(`pack ${where.pack} is missing (it holds blob ${id})`, where.pack);
+      }
+      throw error;
+    }
+    return checkBlob(id, where, stored);
+  }
+
+  async readTree(id: string): Promise<Tree> {
+    return decodeTree(id, await this.readBlob(id));
+  }
+
+  writer(): BlobWriter {
+    return new BlobWriter(this);
+  }
+
+  /** Stores a snapshot record; returns the SHA-256 of its bytes (the backup's checksum). */
+  async saveSnapshot(record: SnapshotRecord): Promise<string> {
+    const bytes = Buffer.from(JSON.stringify(record));
+    await this.store.sync();
+    await this.store.put(snapshotKey(record.backup), [bytes]);
+    await this.store.sync();
+    return blobId(bytes);
+  }
+
+  async loadSnapshot(backupId: string): Promise<{ record: SnapshotRecord; sha256: string }> {
+    const bytes = await this.store.get(snapshotKey(backupId));
+    return { record: parseSnapshot(backupId, bytes), sha256: blobId(bytes) };
+  }
+
+  /** The backups that have a snapshot here, by UUID. */
+  async snapshotIds(): Promise<string[]> {
+    return (await this.store.list('snapshots/')).map((o) => o.key.slice('snapshots/'.length));
+  }
+
+  deleteSnapshot(backupId: string): Promise<void> {
+    return this.store.delete(snapshotKey(backupId));
+  }
+}
+
+/** Checks a blob's stored bytes against its index entry and id; returns its content. */
+export async function checkBlob(id: string, where: BlobLocation, stored: Buffer): Promise<Buffer> {
+  const damaged = (why: string) =>
+    new DamagedRepository(`blob ${id} in pack ${where.pack} is damaged: ${why}`, where.pack);
+  if (stored.length !== where.length) throw damaged('the pack is shorter than its index says');
+  let content: Buffer;
+  if (where.compressed) {
+    try {
+      content = await decompress(stored, {
+        chunkSize: Math.max(where.raw, 1024),
+        maxOutputLength: Math.max(where.raw, 1),
+      });
+    } catch {
+      throw damaged('its compressed data is corrupt');
+    }
+  } else content = stored;
+  if (content.length !== where.raw || blobId(content) !== id)
+    throw damaged('its content does not match its hash');
+  return content;
+}
+
+/** What a writer stored: new blobs, their raw and stored bytes, the packs and index it wrote. */
+export interface WriteTotals {
+  blobs: number;
+  rawBytes: number;
+  storedBytes: number;
+  packs: PackEntry[];
+  /** The index object written, if any blob was stored. */
+  indexKey: string | null;
+}
+
+/**
+ * Stores new blobs into packs, leaving out any the repository (or this writer) holds already.
+ * Compression runs on libuv's pool, several blobs at a time, while the caller goes on chunking;
+ * sealed packs upload while the next fills. `finish` writes the index of what was stored.
+ */
+export class BlobWriter {
+  private readonly pending = new Set<string>();
+  private readonly compressing = new Set<Promise<void>>();
+  private readonly uploading = new Set<Promise<void>>();
+  private readonly open: Record<BlobKind, PackBuilder> = { data: new PackBuilder(), tree: new PackBuilder() };
+  private failure: Error | null = null;
+  private readonly totals: WriteTotals = { blobs: 0, rawBytes: 0, storedBytes: 0, packs: [], indexKey: null };
+
+  constructor(private readonly repository: Repository) {}
+
+  /** Whether a blob is stored already or on its way: the repository's index, or this writer. */
+  knows(id: string): boolean {
+    return this.repository.has(id) || this.pending.has(id);
+  }
+
+  /**
+   * Stores `content` as a blob unless it is known; returns whether it was new. The content may be
+   * a view of the caller's buffer: it is copied when it must outlive the call. Resolves once the
+   * blob is on its way (it waits while too many are being compressed).
+   */
+  async add(kind: BlobKind, content: Uint8Array, id = blobId(content)): Promise<boolean> {
+    this.throwIfFailed();
+    if (this.knows(id)) return false;
+    this.pending.add(id);
+    const own = Buffer.from(content); // the caller's buffer is reused for the next read
+    const work = this.encode(kind, id, own).then(
+      () => undefined,
+      (error: unknown) => {
+        this.failure ??= asError(error);
+      },
+    );
+    this.compressing.add(work);
+    void work.finally(() => this.compressing.delete(work));
+    while (this.compressing.size >= COMPRESSING) await Promise.race(this.compressing);
+    this.throwIfFailed();
+    return true;
+  }
+
+  private async encode(kind: BlobKind, id: string, content: Buffer): Promise<void> {
+    let stored: Buffer = content;
+    let compressed = false;
+    if (content.length >= 64 && !looksIncompressible(content)) {
+      // One output buffer as large as the input: zlib's default (16 KiB) makes a round trip to
+      // this thread and a copy for every 16 KiB of output.
+      const smaller = await compress(content, {
+        chunkSize: Math.max(content.length, 1024),
+        params: { [zc.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
+      });
+      if (smaller.length < content.length) {
+        stored = smaller;
+        compressed = true;
+      }
+    }
+    this.throwIfFailed();
+    const pack = this.open[kind];
+    pack.add([id, KIND_CODE[kind], pack.bytes, stored.length, content.length, compressed ? 1 : 0], stored);
+    this.totals.blobs += 1;
+    this.totals.rawBytes += content.length;
+    this.totals.storedBytes += stored.length;
+    if (pack.bytes >= PACK_TARGET) await this.seal(kind);
+  }
+
+  private async seal(kind: BlobKind): Promise<void> {
+    const pack = this.open[kind];
+    if (pack.lines.length === 0) return;
+    this.open[kind] = new PackBuilder();
+    while (this.uploading.size >= UPLOADING) await Promise.race(this.uploading);
+    const { id, parts, bytes } = pack.seal();
+    const upload = this.repository.store.put(packKey(id), parts).then(
+      () => {
+        this.totals.packs.push({ id, bytes, blobs: pack.lines });
+      },
+      (error: unknown) => {
+        this.failure ??= asError(error);
+      },
+    );
+    this.uploading.add(upload);
+    void upload.finally(() => this.uploading.delete(upload));
+  }
+
+  /** Stores what is left, waits for every upload, and writes the index of all that was stored. */
+  async finish(): Promise<WriteTotals> {
+    await Promise.all(this.compressing);
+    this.throwIfFailed();
+    await this.seal('data');
+    await this.seal('tree');
+    await Promise.all(this.uploading);
+    this.throwIfFailed();
+    if (this.totals.packs.length > 0) {
+      this.totals.indexKey = await writeIndex(this.repository.store, this.totals.packs);
+      this.repository.learn(this.totals.packs);
+    }
+    return this.totals;
+  }
+
+  /** Waits for whatever is in flight to settle, storing nothing more (after a failure). */
+  async abandon(): Promise<void> {
+    this.failure ??= new Error('abandoned');
+    await Promise.allSettled([...this.compressing, ...this.uploading]);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== null) throw this.failure;
+  }
+}
+
+/** Writes an index object naming `packs`; returns its key. */
+export async function writeIndex(store: RepositoryStore, packs: readonly PackEntry[]): Promise<string> {
+  const bytes = Buffer.from(JSON.stringify({ v: 1, packs }));
+  const key = `index/${blobId(bytes)}`;
+  await store.put(key, [bytes]);
+  return key;
+}
+
+/** A pack being filled: its blobs' stored bytes and header lines, hashed as they come. */
+export class PackBuilder {
+  readonly lines: BlobLine[] = [];
+  private readonly parts: Buffer[] = [];
+  private readonly hasher = createHash('sha256');
+  bytes = 0;
+
+  add(line: BlobLine, stored: Buffer): void {
+    this.lines.push(line);
+    this.parts.push(stored);
+    this.hasher.update(stored);
+    this.bytes += stored.length;
+  }
+
+  seal(): { id: string; parts: Buffer[]; bytes: number } {
+    const header = Buffer.from(JSON.stringify({ v: 1, blobs: this.lines }));
+    const trailer = Buffer.alloc(TRAILER);
+    trailer.writeUInt32LE(header.length, 0);
+    PACK_MAGIC.copy(trailer, 4);
+    this.hasher.update(header);
+    this.hasher.update(trailer);
+    const parts = [...this.parts, header, trailer];
+    return { id: this.hasher.digest('hex'), parts, bytes: this.bytes + header.length + TRAILER };
+  }
+}
+
+/** The blobs a pack's own header lists (to check it, or rebuild an index from packs alone). */
+export function parsePackHeader(packId: string, pack: Buffer): BlobLine[] {
+  const damaged = (why: string) => new DamagedRepository(`pack ${packId} is damaged: ${why}`, packId);
+  if (pack.length < TRAILER || !pack.subarray(pack.length - PACK_MAGIC.length).equals(PACK_MAGIC))
+    throw damaged('it does not end as a pack does');
+  const length = pack.readUInt32LE(pack.length - TRAILER);
+  if (length > pack.length - TRAILER) throw damaged('its header length is impossible');
+  try {
+    const parsed: unknown = JSON.parse(
+      pack.subarray(pack.length - TRAILER - length, pack.length - TRAILER).toString(),
+    );
+    return checkLines(packId, (parsed as { blobs: unknown }).blobs, pack.length - TRAILER - length);
+  } catch (error) {
+    if (error instanceof DamagedRepository) throw error;
+    throw damaged('its header is not readable');
+  }
+}
+
+export function parseIndex(key: string, bytes: Buffer): PackEntry[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new DamagedRepository(`${key} is damaged: it is not JSON`, key);
+  }
+  const packs = (parsed as { packs?: unknown } | null)?.packs;
+  if (!Array.isArray(packs)) throw new DamagedRepository(`${key} is damaged: it lists no packs`, key);
+  return packs.map((pack: Partial<PackEntry>) => {
+    if (!isId(pack.id) || typeof pack.bytes !== 'number')
+      throw new DamagedRepository(`${key} is damaged: a pack has no id`, key);
+    return { id: pack.id, bytes: pack.bytes, blobs: checkLines(key, pack.blobs, pack.bytes) };
+  });
+}
+
+function checkLines(where: string, lines: unknown, limit: number): BlobLine[] {
+  if (!Array.isArray(lines)) throw new DamagedRepository(`${where} is damaged: it lists no blobs`, where);
+  for (const line of lines as unknown[]) {
+    const [id, kind, offset, length, raw, compression] = line as unknown[];
+    const ok =
+      isId(id) &&
+      (kind === 0 || kind === 1) &&
+      [offset, length, raw].every((n) => Number.isSafeInteger(n) && (n as number) >= 0) &&
+      (offset as number) + (length as number) <= limit &&
+      (compression === 0 || compression === 1);
+    if (!ok) throw new DamagedRepository(`${where} is damaged: a blob's entry is invalid`, where);
+  }
+  return lines as BlobLine[];
+}
+
+function addPack(blobs: Map<string, BlobLocation>, pack: PackEntry): void {
+  for (const [id, kind, offset, length, raw, compression] of pack.blobs) {
+    blobs.set(id, {
+      pack: pack.id,
+      kind: CODE_KIND[kind]!,
+      offset,
+      length,
+      raw,
+      compressed: compression === 1,
+    });
+  }
+}
+
+export function parseSnapshot(backupId: string, bytes: Buffer): SnapshotRecord {
+  const damaged = (why: string) =>
+    new DamagedRepository(`the snapshot of backup ${backupId} is damaged: ${why}`, backupId);
+  let record: Partial<SnapshotRecord>;
+  try {
+    record = JSON.parse(bytes.toString('utf8')) as Partial<SnapshotRecord>;
+  } catch {
+    throw damaged('it is not JSON');
+  }
+  if (record.v !== 1 || record.backup !== backupId) throw damaged('it belongs to another backup');
+  if (!isId(record.tree)) throw damaged('it names no tree');
+  for (const n of [record.files, record.directories, record.bytes])
+    if (!Number.isSafeInteger(n) || (n as number) < 0) throw damaged('its totals are invalid');
+  return record as SnapshotRecord;
+}
+
+async function inBatches<T>(
+  items: readonly T[],
+  size: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const runners = Array.from({ length: Math.min(size, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(runners);
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,74 @@
+/**
+ * A snapshot as the source of a restore: its entries handed to the extraction that restores
+ * archives (extract.ts), which writes only files and directories, within the disk budget,
+ * never through a symlink. Every path is judged first exactly as an archive entry's is (no `..`,
+ * no NUL, no name or path too long, nothing that contradicts an earlier entry): a snapshot's
+ * trees come from storage, and storage is not trusted. A chunk that is missing or damaged fails
+ * the restore at that file, before anything is swapped in.
+ */
+import {
+  ArchiveError,
+  type ExtractLimits,
+  type ExtractReport,
+  type Progress,
+} from '../archive/archive.types.ts';
+import { checkEntryPath, EntryPaths } from '../archive/archive-reader.ts';
+import { extractEntries, type ExtractEntry } from '../archive/extract.ts';
+import type { Repository } from './repository.ts';
+import { readSnapshot } from './snapshot-reader.ts';
+import { DamagedRepository } from './tree.ts';
+
+/**
+ * Writes the snapshot whose root tree is `treeId` into `destination` (an empty directory), as
+ * extractArchive writes an archive. A damaged repository is an ArchiveError `corrupt` naming the
+ * file it was found at.
+ */
+export async function extractSnapshot(
+  repository: Repository,
+  treeId: string,
+  destination: string,
+  limits: ExtractLimits,
+  onProgress?: (p: Progress) => void,
+): Promise<ExtractReport> {
+  try {
+    return await extractEntries(
+      async (onEntry, onRead) => {
+        const paths = new EntryPaths();
+        for await (const entry of readSnapshot(repository, treeId)) {
+          limits.signal?.throwIfAborted();
+          const rel = checkEntryPath(entry.rel);
+          if (rel !== entry.rel || rel === '')
+            throw new ArchiveError('unsafe-path', `the snapshot holds an unusable path`, entry.rel);
+          const { node } = entry;
+          if (node.type === 'dir') paths.directory(rel);
+          else paths.file(rel);
+          const mtime = new Date(node.mtime);
+          const extractEntry: ExtractEntry = {
+            rel,
+            kind: node.type === 'dir' ? 'directory' : 'file',
+            size: node.type === 'file' ? node.size : 0,
+            mode: node.mode,
+            mtime,
+            atime: mtime,
+            readBody: async (onChunk) => {
+              for await (const chunk of entry.content()) {
+                onRead(chunk.length);
+                await onChunk(chunk);
+              }
+            },
+            discard: () => undefined,
+          };
+          await onEntry(extractEntry);
+        }
+      },
+      destination,
+      limits,
+      onProgress,
+    );
+  } catch (error) {
+    if (error instanceof DamagedRepository) {
+      throw new ArchiveError('corrupt', `the backup's stored data is damaged: ${error.message}`);
+    }
+    throw error;
+  }
+}
