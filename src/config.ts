@@ -74,6 +74,8 @@ export interface Config {
   readonly metrics: { readonly enabled: boolean; readonly address: MetricsAddress | null };
   /** Where backup archives are kept (AERIE_BACKUP_STORAGE): `backupsDir`, or an S3-compatible bucket. */
   readonly backupStorage: BackupStorageConfig;
+  /** How new backups are stored (AERIE_BACKUP_FORMAT): deduplicated snapshots, or whole archives. */
+  readonly backupFormat: 'snapshot' | 'archive';
   /**
    * How often a running backup or restore writes its progress to the database, and how often
    * event streams look for changes (AERIE_PROGRESS_INTERVAL_MS).
@@ -376,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     activityRetentionDays: integer(env, 'AERIE_ACTIVITY_RETENTION_DAYS'),
     metrics: metrics(env),
     backupStorage: backupStorage(env),
+    backupFormat: choice(env, 'AERIE_BACKUP_FORMAT'),
     progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS'),
     schedules: Object.freeze({
       timezone: timezone(env),

@@ -36,7 +36,9 @@ import {
 import type { BackupDeletion, BackupDeletionRepository } from './backup-deletion.repository.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { CreateBackupBody } from './backup.schema.ts';
-import type { Backup } from './backup.ts';
+import type { Backup, BackupFormat } from './backup.ts';
+import type { SnapshotBackups } from './snapshot-backups.ts';
+import { RepositoryMissing } from '../storage/repository/repository-store.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
 
@@ -87,6 +89,10 @@ export interface BackupManagementDeps {
   /** Where and how often a backup made from the command line writes its progress. */
   progress: ProgressSettings;
   volumeOf: (server: Pick<ServerRow, 'id'>) => string;
+  /** How new backups are stored (AERIE_BACKUP_FORMAT). */
+  format: BackupFormat;
+  /** Backups kept as snapshots: made, removed, downloaded. */
+  snapshots: SnapshotBackups;
 }
 
 /**
@@ -134,6 +140,8 @@ export class BackupManagementService {
       createdAt: now,
       completedAt: null,
       files: null,
+      format: this.deps.format,
+      addedBytes: null,
       progress: null,
     };
     await transaction(async (trx) => {
@@ -196,6 +204,8 @@ export class BackupManagementService {
       createdAt: now,
       completedAt: null,
       files: null,
+      format: this.deps.format,
+      addedBytes: null,
       progress: null,
     };
     let rotated: Backup | undefined;
@@ -360,15 +370,18 @@ export class BackupManagementService {
    * is gone and its deletion recorded, so `backup reconcile` removes what is left later.
    */
   async removeArchive(deleted: Backup): Promise<void> {
-    await this.deps
-      .storageOf(deleted.disk)
-      .delete(deleted.serverId, deleted.id)
-      .catch((error: unknown) => {
-        this.deps.logger.warn(
-          { err: error, backup: deleted.id },
-          'could not delete a backup archive; `backup reconcile` removes it later',
-        );
-      });
+    await this.removeStored(deleted).catch((error: unknown) => {
+      this.deps.logger.warn(
+        { err: error, backup: deleted.id },
+        'could not delete a backup archive; `backup reconcile` removes it later',
+      );
+    });
+  }
+
+  /** Removes what storage keeps of a backup: its archive, or its snapshot record. */
+  private removeStored(backup: Backup): Promise<void> {
+    if (backup.format === 'snapshot') return this.deps.snapshots.remove(backup);
+    return this.deps.storageOf(backup.disk).delete(backup.serverId, backup.id);
   }
 
   /**
@@ -380,14 +393,20 @@ export class BackupManagementService {
     if (!backup.isSuccessful) {
       throw new DisplayError('This backup cannot be downloaded: not completed or failed.');
     }
-    const presigned = await this.deps
-      .storageOf(backup.disk)
-      .downloadUrl(backup.serverId, backup.id, DOWNLOAD_LINK_SECONDS, downloadName(backup))
-      .catch((error: unknown) => {
-        if (error instanceof ArchiveError)
-          throw new DisplayError('This backup cannot be downloaded: its archive is not available here.');
-        throw error;
-      });
+    // A snapshot is made into a .tar.gz by Aerie as it is sent: there is no object to presign.
+    const presigned =
+      backup.format === 'snapshot'
+        ? null
+        : await this.deps
+            .storageOf(backup.disk)
+            .downloadUrl(backup.serverId, backup.id, DOWNLOAD_LINK_SECONDS, downloadName(backup))
+            .catch((error: unknown) => {
+              if (error instanceof ArchiveError)
+                throw new DisplayError(
+                  'This backup cannot be downloaded: its archive is not available here.',
+                );
+              throw error;
+            });
     const expires = Math.floor(this.deps.clock().getTime() / 1000) + DOWNLOAD_LINK_SECONDS;
     const link: DownloadLink =
       presigned !== null
@@ -401,11 +420,20 @@ export class BackupManagementService {
   }
 
   /** The archive a download link points at. */
-  async openDownload(token: string): Promise<{ stream: Readable; filename: string; bytes: number }> {
+  async openDownload(token: string): Promise<{ stream: Readable; filename: string; bytes: number | null }> {
     const grant = this.deps.signer.verify(token, Math.floor(this.deps.clock().getTime() / 1000));
     if (grant === null) throw new ForbiddenError('This download link is invalid or has expired.');
     const backup = await this.deps.backups.findOfServer(grant.serverId, grant.backupId);
     if (backup === undefined || !backup.isSuccessful) throw new NotFoundError();
+    if (backup.format === 'snapshot') {
+      // Its size is known only once sent: the response is chunked.
+      const stream = await this.deps.snapshots.download(backup).catch((error: unknown) => {
+        if (error instanceof RepositoryMissing)
+          throw new NotFoundError('This backup is missing from storage.');
+        throw error;
+      });
+      return { stream, filename: downloadName(backup), bytes: null };
+    }
     const stream = await this.deps.storageOf(backup.disk).get(grant.serverId, grant.backupId);
     return { stream, filename: downloadName(backup), bytes: backup.bytes };
   }
@@ -428,7 +456,7 @@ export class BackupManagementService {
       throw error;
     }
     const { storage } = this.deps;
-    return this.store(server, name, async (id) => {
+    return this.store(server, name, 'archive', async ({ id }) => {
       const scratch = await storage.scratchFile(server.id, id);
       try {
         await fs.copyFile(file, scratch);
@@ -446,21 +474,29 @@ export class BackupManagementService {
     serverRef: string,
     name: string,
     onProgress?: (p: Progress) => void,
+    options: { full?: boolean } = {},
   ): Promise<BackupRecord> {
     const server = await this.serverFor(serverRef, name);
     const { storage } = this.deps;
-    return this.store(server, name, async (id, report) => {
+    const { format, snapshots } = this.deps;
+    return this.store(server, name, format, async (backup, report) => {
+      const progress = (p: Progress) => {
+        onProgress?.(p);
+        report(p);
+      };
+      const progressIntervalMs = threadProgressInterval(this.deps.progress.intervalMs);
+      if (format === 'snapshot') {
+        const parent = await snapshots.parentOf(backup);
+        return snapshots.take(backup, parent, { onProgress: progress, progressIntervalMs, ...options });
+      }
       // A scratch file moved into place, or (S3) an upload made while the archive is written.
-      const target = await storage.newArchive(server.id, id);
+      const target = await storage.newArchive(server.id, backup.id);
       try {
         const summary = await archiveVolume(this.deps.volumeOf(server), target, {
-          onProgress: (p) => {
-            onProgress?.(p);
-            report(p);
-          },
-          progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+          onProgress: progress,
+          progressIntervalMs,
         });
-        await storage.keep(server.id, id, target);
+        await storage.keep(server.id, backup.id, target);
         return { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files };
       } finally {
         await storage.discard(target);
@@ -491,10 +527,11 @@ export class BackupManagementService {
   private async store(
     server: ServerRow,
     name: string,
+    format: BackupFormat,
     write: (
-      id: string,
+      backup: Backup,
       report: (p: Progress) => void,
-    ) => Promise<{ sha256: string; bytes: number; files: number }>,
+    ) => Promise<{ sha256: string; bytes: number; files: number; addedBytes?: number }>,
   ): Promise<BackupRecord> {
     const { storage, backups, deletions, transaction, clock, logger } = this.deps;
     const now = toStoredTime(clock());
@@ -514,6 +551,8 @@ export class BackupManagementService {
       createdAt: now,
       completedAt: null,
       files: null,
+      format,
+      addedBytes: null,
       progress: null,
     };
     await backups.insert(backup);
@@ -527,7 +566,7 @@ export class BackupManagementService {
     heartbeat.unref();
     let stored = false;
     try {
-      const made = await write(backup.id, (p) => progress.report(toCounts(p), p.phase));
+      const made = await write(backup, (p) => progress.report(toCounts(p), p.phase));
       stored = true;
       clearInterval(heartbeat);
       await progress.stop();
@@ -544,7 +583,7 @@ export class BackupManagementService {
       // backup whose row is missing, and would only report it.
       const removed =
         stored &&
-        (await storage.delete(server.id, backup.id).then(
+        (await this.removeStored(backup).then(
           () => true,
           () => false,
         ));

@@ -20,6 +20,8 @@ import {
   type ProgressReporterDeps,
 } from './backup-progress.ts';
 import { tellingTheQueue } from './job-errors.ts';
+import type { SnapshotBackups } from './snapshot-backups.ts';
+import type { Backup } from './backup.ts';
 
 type Payload = JobPayloads['backup.create'];
 
@@ -47,6 +49,8 @@ export interface BackupArchiveJobDeps {
   volumeOf: (server: { id: string }) => string;
   /** Where and how often the job's progress is written. */
   progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
+  /** Backups kept as snapshots (a backup whose `format` is `snapshot`). */
+  snapshots: SnapshotBackups;
   /** Applies the server's retention policy once an automatic backup succeeded (never throws). */
   retention?: { applyAfterBackup(serverId: string, context: RequestContext): Promise<void> };
 }
@@ -74,6 +78,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     const { serverId, backupId } = job.payload;
     const backup = await this.deps.backups.findOfServer(serverId, backupId);
     if (backup === undefined) return {}; // deleted while queued: nothing to do
+    if (backup.format === 'snapshot') return this.snapshot(job, backup);
     // A scratch file to move into place, or (S3) an upload made while the archive is written.
     const target = await fromStore(() => this.deps.storage.newArchive(serverId, backupId));
     const progress = new ProgressReporter(
@@ -91,23 +96,64 @@ export class BackupArchiveJob implements JobHandler<Payload> {
       });
       await fromStore(() => this.deps.storage.keep(serverId, backupId, target));
       await progress.stop();
-      // The outcome and the end of the progress are one write.
-      await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
-        this.deps.backups.complete(
-          backup,
-          { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files },
-          now,
-          trx,
-        ),
-      );
+      const made = { sha256: summary.sha256, bytes: summary.archiveBytes, files: summary.files };
+      await this.completed(job, backup, made);
       recorded = true;
-      if (backup.isAutomatic) {
-        await this.deps.retention?.applyAfterBackup(serverId, { batch: job.batch, ip: null, userAgent: '' });
-      }
       return { bytes: summary.archiveBytes };
     } finally {
       if (!recorded) await progress.clear();
       await this.deps.storage.discard(target);
+    }
+  }
+
+  /**
+   * Takes the backup as a snapshot against the server's last one. Its progress counts against
+   * the totals of that one (what this backup will roughly hold).
+   */
+  private async snapshot(job: JobContext<Payload>, backup: Backup): Promise<JobResult> {
+    const { snapshots } = this.deps;
+    const parent = await snapshots.parentOf(backup);
+    const progress = new ProgressReporter(
+      { ...this.deps.progress, backups: this.deps.backups, clock: this.deps.clock },
+      backup,
+      {
+        operation: 'backup',
+        phase: 'archiving',
+        bytesTotal: parent?.bytes ?? null,
+        filesTotal: parent?.files ?? null,
+      },
+    );
+    let recorded = false;
+    try {
+      const made = await snapshots.take(backup, parent, {
+        signal: job.signal,
+        progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+        onProgress: (p) => progress.report(toCounts(p), p.phase),
+      });
+      await progress.stop();
+      await this.completed(job, backup, made);
+      recorded = true;
+      return { bytes: made.addedBytes };
+    } finally {
+      if (!recorded) await progress.clear();
+    }
+  }
+
+  /** Records the backup successful (and the end of its progress, in the same write), then retention. */
+  private async completed(
+    job: JobContext<Payload>,
+    backup: Backup,
+    made: { sha256: string; bytes: number; files: number; addedBytes?: number },
+  ): Promise<void> {
+    await this.record(job, 'server:backup.complete', { name: backup.name }, (trx, now) =>
+      this.deps.backups.complete(backup, made, now, trx),
+    );
+    if (backup.isAutomatic) {
+      await this.deps.retention?.applyAfterBackup(backup.serverId, {
+        batch: job.batch,
+        ip: null,
+        userAgent: '',
+      });
     }
   }
 
@@ -119,8 +165,13 @@ export class BackupArchiveJob implements JobHandler<Payload> {
     );
     // A failed backup keeps no archive: one stored before a later step failed is removed. If the
     // store cannot be reached now, `backup reconcile` removes it later (and any upload or scratch
-    // file an attempt left), as it does whatever a failed backup still has in storage.
-    await this.deps.storage.delete(backup.serverId, backup.id).catch(() => undefined);
+    // file an attempt left), as it does whatever a failed backup still has in storage. A failed
+    // snapshot's record goes; the chunks it stored are garbage for the next prune.
+    const removal =
+      backup.format === 'snapshot'
+        ? this.deps.snapshots.remove(backup)
+        : this.deps.storage.delete(backup.serverId, backup.id);
+    await removal.catch(() => undefined);
   }
 
   private async record(

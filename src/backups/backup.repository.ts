@@ -46,6 +46,25 @@ export class BackupRepository {
   ) {}
 
   /** A backup of this server, or nothing: a backup of another server is as good as unknown. */
+  /**
+   * The server's newest successful snapshot backup in `disk`'s repository, other than `except`:
+   * the parent a new snapshot is made against.
+   */
+  async lastSnapshot(serverId: string, disk: string, except: string): Promise<Backup | undefined> {
+    const row = await this.db
+      .selectFrom('backups')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .where('disk', '=', disk)
+      .where('format', '=', 'snapshot')
+      .where('is_successful', '=', 1)
+      .where('id', '!=', except)
+      .orderBy('completed_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && toBackup(row);
+  }
+
   async findOfServer(
     serverId: string,
     backupId: string,
@@ -117,7 +136,7 @@ export class BackupRepository {
   /** Records the archive made, and that nothing runs on the backup any more. */
   async complete(
     backup: BackupRef,
-    archive: { sha256: string; bytes: number; files: number },
+    archive: { sha256: string; bytes: number; files: number; addedBytes?: number },
     now: string,
     db: Executor = this.db,
   ): Promise<void> {
@@ -127,6 +146,7 @@ export class BackupRepository {
         sha256: archive.sha256,
         bytes: archive.bytes,
         files: archive.files,
+        ...(archive.addedBytes === undefined ? {} : { added_bytes: archive.addedBytes }),
         is_successful: 1,
         completed_at: now,
         ...progressColumns(null),

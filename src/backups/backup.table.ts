@@ -21,6 +21,10 @@ export interface BackupTable {
   revision: Generated<number>;
   /** How many files the finished archive holds; null while it is made, and for older backups. */
   files: number | null;
+  /** `archive` (a whole .tar.gz) or `snapshot` (in the server's repository). */
+  format: Generated<'archive' | 'snapshot'>;
+  /** What a snapshot added to storage (new chunks, compressed); null for an archive and while made. */
+  added_bytes: number | null;
   /** The backup or restore running on this backup; every progress column is null when none runs. */
   progress_operation: 'backup' | 'restore' | null;
   progress_phase: string | null;
@@ -60,3 +64,16 @@ export interface BackupRetentionTable {
   updated_at: string;
 }
 export type BackupRetentionRow = Selectable<BackupRetentionTable>;
+
+/** A lease on a server's snapshot repository: shared (a backup) or exclusive (a prune). */
+export interface BackupRepositoryLockTable {
+  id: string;
+  /** `<disk>:<server uuid>`: the repository. */
+  repository: string;
+  exclusive: number;
+  /** Who holds it (host and process), for messages. */
+  holder: string;
+  /** When it lapses unless renewed. */
+  expires_at: string;
+}
+export type BackupRepositoryLockRow = Selectable<BackupRepositoryLockTable>;

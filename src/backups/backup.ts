@@ -1,6 +1,8 @@
 import type { BackupProgress } from './backup-progress.ts';
 import type { BackupRow } from './backup.table.ts';
 
+export type BackupFormat = 'archive' | 'snapshot';
+
 /** A backup of a server: an archive in backup storage, and what is known about it. */
 export interface Backup {
   id: string;
@@ -24,6 +26,14 @@ export interface Backup {
   completedAt: string | null;
   /** How many files the archive holds, once made (null for backups made before it was counted). */
   files: number | null;
+  /**
+   * `archive`: a whole .tar.gz (`bytes` is its size). `snapshot`: a snapshot in the server's
+   * repository (`bytes` is the size of its files, what a restore writes; `addedBytes` what it
+   * added to storage).
+   */
+  format: BackupFormat;
+  /** What a snapshot added to storage (new chunks, compressed); null for an archive or while made. */
+  addedBytes: number | null;
   /** The backup or restore running on it now; null when none runs. */
   progress: BackupProgress | null;
 }
@@ -44,6 +54,8 @@ export function toBackup(row: BackupRow): Backup {
     createdAt: row.created_at,
     completedAt: row.completed_at,
     files: row.files === null ? null : Number(row.files),
+    format: row.format,
+    addedBytes: row.added_bytes === null ? null : Number(row.added_bytes),
     progress: progressOf(row),
   };
 }
@@ -81,6 +93,8 @@ export function toBackupRow(backup: Backup): Omit<BackupRow, 'revision'> {
     created_at: backup.createdAt,
     completed_at: backup.completedAt,
     files: backup.files,
+    format: backup.format,
+    added_bytes: backup.addedBytes,
     ...progressColumns(backup.progress),
   };
 }

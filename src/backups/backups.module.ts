@@ -14,6 +14,8 @@ import { BackupArchiveJob } from './backup.job.ts';
 import { BackupRepository } from './backup.repository.ts';
 import { DownloadSigner } from './download-signer.ts';
 import { ReconcileRepository } from './reconcile.repository.ts';
+import { RepositoryLocks } from './repository-locks.ts';
+import { SnapshotBackups } from './snapshot-backups.ts';
 
 export interface BackupsModuleDeps {
   users: UserRepository;
@@ -35,6 +37,12 @@ export function createBackupsModule(
   const volumeOf = servers.servers.volumeOf.bind(servers.servers);
   const repository = new BackupRepository(db.kysely, servers.changes);
   const deletions = new BackupDeletionRepository(db.kysely);
+  const snapshots = new SnapshotBackups({
+    backups: repository,
+    storageOf: stores.of,
+    locks: new RepositoryLocks(db, clock),
+    volumeOf,
+  });
   const backupManagement = new BackupManagementService({
     backups: repository,
     deletions,
@@ -49,6 +57,8 @@ export function createBackupsModule(
     logger,
     progress,
     volumeOf,
+    format: config.backupFormat,
+    snapshots,
   });
   const backupRetention = new BackupRetentionService({
     retention: new BackupRetentionRepository(db.kysely),
@@ -65,6 +75,8 @@ export function createBackupsModule(
   return {
     repository,
     backupManagement,
+    /** Backups kept as snapshots: made, removed, downloaded, their repositories. */
+    snapshots,
     /** Retention policies of automatic backups: set, previewed, applied after each one. */
     backupRetention,
     /** Removes what backup storage holds that is garbage (`backup reconcile`, retention). */
@@ -88,6 +100,7 @@ export function createBackupsModule(
         clock,
         volumeOf,
         progress,
+        snapshots,
         retention: backupRetention,
       }),
     },

@@ -254,6 +254,10 @@ const EventStreams = Type.Object(
 
 const BackupStorage = Type.Object(
   {
+    AERIE_BACKUP_FORMAT: choice(['snapshot', 'archive'], 'snapshot', {
+      description:
+        'How new backups are stored: `snapshot`, deduplicated (each backup stores only the chunks that changed since the last; see [Snapshot backups](snapshots.md)), or `archive`, a whole `.tar.gz` per backup. Backups of either kind stay usable whatever this says.',
+    }),
     AERIE_BACKUP_STORAGE: choice(['local', 's3'], 'local', {
       description:
         'Where backup archives are kept: `local` (`<AERIE_DATA_DIR>/backups/`) or `s3`, a bucket of an S3-compatible store (see [Backups in an S3-compatible store](backups.md#backups-in-an-s3-compatible-store)).',

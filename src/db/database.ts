@@ -7,7 +7,12 @@ import type { ApiKeyTable } from '../api-keys/api-key.table.ts';
 import type { JobTable } from '../jobs/job.table.ts';
 import type { SessionTable } from '../auth/session.table.ts';
 import type { LoginCheckpointTable, RecoveryTokenTable } from '../auth/two-factor.table.ts';
-import type { BackupDeletionTable, BackupRetentionTable, BackupTable } from '../backups/backup.table.ts';
+import type {
+  BackupDeletionTable,
+  BackupRepositoryLockTable,
+  BackupRetentionTable,
+  BackupTable,
+} from '../backups/backup.table.ts';
 import type { ScheduleTable, ScheduleTaskTable } from '../schedules/schedule.table.ts';
 import type { ServerTable, SubuserTable } from '../servers/server.table.ts';
 import type { UserNumberTable, UserTable } from '../users/user.table.ts';
@@ -27,6 +32,7 @@ export interface Database {
   backups: BackupTable;
   backup_deletions: BackupDeletionTable;
   backup_retention: BackupRetentionTable;
+  backup_repository_locks: BackupRepositoryLockTable;
   jobs: JobTable;
   schedules: ScheduleTable;
   schedule_tasks: ScheduleTaskTable;

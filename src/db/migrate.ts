@@ -15,6 +15,7 @@ import { jobPriorityMigration } from './migrations/2026_12_04_000000_job_priorit
 import { backupDeletionsMigration } from './migrations/2026_12_05_000000_backup_deletions.ts';
 import { schedulesMigration } from './migrations/2026_12_06_000000_schedules.ts';
 import { automaticBackupsMigration } from './migrations/2026_12_07_000000_automatic_backups.ts';
+import { snapshotBackupsMigration } from './migrations/2026_12_08_000000_snapshot_backups.ts';
 
 /** Migrations in order; each name is its timestamp, so the order is the name's. */
 export function migrations(db: Db): Record<string, Migration> {
@@ -34,6 +35,7 @@ export function migrations(db: Db): Record<string, Migration> {
     '2026_12_05_000000_backup_deletions': backupDeletionsMigration(db.kind),
     '2026_12_06_000000_schedules': schedulesMigration(db.kind),
     '2026_12_07_000000_automatic_backups': automaticBackupsMigration(db.kind),
+    '2026_12_08_000000_snapshot_backups': snapshotBackupsMigration(db.kind),
   };
 }
 

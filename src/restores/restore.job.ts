@@ -113,7 +113,10 @@ export class RestoreJob implements JobHandler<Payload> {
       const maxBytes = server !== undefined && server.disk_mb > 0 ? server.disk_mb * MIB : null;
       // Extraction runs in a worker thread, which reads the archive itself (a file, or a stream
       // from S3); the job's signal ends it and removes its staging.
-      const archive = await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
+      const archive =
+        backup.format === 'snapshot'
+          ? { repository: this.deps.storageOf(backup.disk).repository(serverId), backupId }
+          : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
       const report = await stageRestoreInThread(
         paths,
         archive,

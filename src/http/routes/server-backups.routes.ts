@@ -195,9 +195,9 @@ export function backupDownloadRoute(
     },
     async (request, reply) => {
       const { stream, filename, bytes } = await backupManagement.openDownload(request.query.token);
+      if (bytes !== null) reply.header('content-length', bytes);
       return reply
         .header('content-type', 'application/gzip')
-        .header('content-length', bytes)
         .header('content-disposition', `attachment; filename="${filename}"`)
         .send(stream);
     },

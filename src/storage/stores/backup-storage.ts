@@ -10,6 +10,7 @@ import {
 } from './archive-layout.ts';
 import { ArchiveError } from '../archive/archive.types.ts';
 import type { S3Object, S3UploadTarget } from './s3-object.ts';
+import { localRepository, type RepositoryLocation } from '../repository/repository-location.ts';
 
 /** The `disk` a backup records: which kind of store holds its archive. */
 export type BackupDisk = 'local' | 's3';
@@ -53,6 +54,8 @@ export interface BackupStorage {
   inventory(): Promise<StoredEntry[]>;
   /** Removes entries `inventory` listed (an upload is aborted); one gone already counts as removed. */
   remove(entries: readonly StoredEntry[]): Promise<RemovalFailure[]>;
+  /** Where the server's snapshot repository is in this store. */
+  repository(serverId: string): RepositoryLocation;
 }
 
 /**
@@ -79,6 +82,9 @@ export class UnavailableBackupStorage implements BackupStorage {
   scratchFile = () => this.refuse();
   inventory = () => this.refuse();
   remove = () => this.refuse();
+  repository(): RepositoryLocation {
+    throw new ArchiveError('not-found', `the backup is kept in ${this.disk} storage, which is not configured`);
+  }
 }
 
 /** `<data dir>/backups/<server uuid>/<backup uuid>.tar.gz` */
@@ -174,6 +180,10 @@ export class LocalBackupStorage implements BackupStorage {
       });
     }
     return failures;
+  }
+
+  repository(serverId: string): RepositoryLocation {
+    return localRepository(this.root, serverId);
   }
 
   private async existing(serverId: string, backupId: string): Promise<string> {

@@ -9,6 +9,7 @@ import type { RemovalFailure, StoredEntry } from './archive-layout.ts';
 import { ArchiveError } from '../archive/archive.types.ts';
 import type { ArchiveLocation, ArchiveTarget, BackupStorage } from './backup-storage.ts';
 import type { S3UploadTarget } from './s3-object.ts';
+import { s3Repository, type RepositoryLocation } from '../repository/repository-location.ts';
 
 const MIB = 1024 * 1024;
 /**
@@ -76,6 +77,10 @@ export class S3BackupStorage implements BackupStorage {
     this.partSize = options.partSize ?? DEFAULT_PART_SIZE;
     this.queueSize = options.queueSize ?? DEFAULT_QUEUE_SIZE;
   }
+  repository(serverId: string): RepositoryLocation {
+    return s3Repository(this.s3, serverId);
+  }
+
 
   /**
    * Loads the S3 client now, in this thread. A process that serves the API calls this while it

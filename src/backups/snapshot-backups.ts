@@ -1,0 +1,106 @@
+/**
+ * Backups kept as snapshots in the server's repository (AERIE_BACKUP_FORMAT=snapshot): made
+ * against the server's last snapshot (unchanged files are not read again), downloaded as a
+ * .tar.gz made from the chunks as it is sent, deleted by removing the snapshot record (prune
+ * reclaims the chunks no snapshot uses), restored by the restore job (stage-restore.ts).
+ */
+import type { Readable } from 'node:stream';
+import { fromStore } from '../storage/stores/store-unreachable.ts';
+import type { BackupStorage } from '../storage/stores/backup-storage.ts';
+import {
+  openRepositoryStore,
+  repositoryName,
+  type RepositoryLocation,
+} from '../storage/repository/repository-location.ts';
+import { Repository } from '../storage/repository/repository.ts';
+import type { Progress } from '../storage/archive/archive.types.ts';
+import type { BackupRepository } from './backup.repository.ts';
+import type { Backup } from './backup.ts';
+import type { RepositoryLocks } from './repository-locks.ts';
+import { snapshotVolume } from './snapshot-backup.ts';
+
+export interface SnapshotBackupsDeps {
+  backups: BackupRepository;
+  storageOf: (disk: string) => BackupStorage;
+  locks: RepositoryLocks;
+  volumeOf: (server: { id: string }) => string;
+}
+
+/** What a snapshot backup stored, for its row. */
+export interface SnapshotMade {
+  sha256: string;
+  /** Bytes of the backup's files. */
+  bytes: number;
+  files: number;
+  /** What it added to storage (new chunks, compressed). */
+  addedBytes: number;
+}
+
+export interface TakeOptions {
+  full?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (progress: Progress) => void;
+  progressIntervalMs?: number;
+}
+
+export class SnapshotBackups {
+  constructor(private readonly deps: SnapshotBackupsDeps) {}
+
+  /** Where a backup's snapshot is: its server's repository in the backup's store. */
+  repositoryOf(backup: Pick<Backup, 'serverId' | 'disk'>): RepositoryLocation {
+    return this.deps.storageOf(backup.disk).repository(backup.serverId);
+  }
+
+  /**
+   * The backup the next snapshot of this one's server is made against (null for none), with the
+   * totals it had: the new one's progress is counted against them.
+   */
+  async parentOf(backup: Backup): Promise<Backup | null> {
+    return (await this.deps.backups.lastSnapshot(backup.serverId, backup.disk, backup.id)) ?? null;
+  }
+
+  /** Takes the snapshot of `backup`'s server volume, holding a shared lock on the repository. */
+  async take(backup: Backup, parent: Backup | null, options: TakeOptions = {}): Promise<SnapshotMade> {
+    const location = this.repositoryOf(backup);
+    const { record, sha256 } = await this.deps.locks.shared(
+      repositoryName(backup.disk, backup.serverId),
+      () =>
+        snapshotVolume(this.deps.volumeOf({ id: backup.serverId }), location, backup.id, {
+          parent: parent?.id ?? null,
+          ignored: backup.ignoredFiles,
+          ...options,
+        }),
+      options.signal ? { signal: options.signal } : {},
+    );
+    return { sha256, bytes: record.bytes, files: record.files, addedBytes: record.added.bytes };
+  }
+
+  /**
+   * Removes a backup's snapshot record. Its chunks stay until a prune finds no snapshot uses them.
+   * A record that is gone already counts as removed.
+   */
+  async remove(backup: Pick<Backup, 'serverId' | 'disk' | 'id'>): Promise<void> {
+    const store = await openRepositoryStore(this.repositoryOf(backup));
+    try {
+      await fromStore(() => store.delete(`snapshots/${backup.id}`));
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** The backup as a .tar.gz stream, made from its chunks as it is read. */
+  async download(backup: Backup): Promise<Readable> {
+    const store = await openRepositoryStore(this.repositoryOf(backup));
+    try {
+      const repository = await fromStore(() => Repository.open(store));
+      const { record } = await fromStore(() => repository.loadSnapshot(backup.id));
+      const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
+      const stream = snapshotTarGz(repository, record.tree);
+      stream.once('close', () => void store.close());
+      return stream;
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+  }
+}
