@@ -27,6 +27,7 @@ import type { BackupStorage } from '../storage/stores/backup-storage.ts';
 import { sha256File } from '../storage/archive/checksum.ts';
 import { verifyArchive } from '../storage/archive/verify-archive.ts';
 import { archiveVolume } from './backup-archive.ts';
+import { extractBackup } from './backup-extract.ts';
 import {
   ProgressReporter,
   threadProgressInterval,
@@ -67,7 +68,12 @@ export interface BulkDeleteResult {
 export interface BackupRecord {
   uuid: string;
   name: string;
+  format: BackupFormat;
+  /** A snapshot: the size of its files. An archive: the archive's size. */
   bytes: number;
+  files: number;
+  /** What a snapshot added to storage; null for an archive (all of it is new). */
+  added_bytes: number | null;
   checksum: string;
 }
 
@@ -110,6 +116,11 @@ export class BackupManagementService {
       () => backups.countForServer(access.server.id),
       (window) => backups.page(access.server.id, window),
     );
+  }
+
+  /** The storage the server's backups take (see BackupRepository.storageOfServer). */
+  storageOf(access: ServerAccess): Promise<number> {
+    return this.deps.backups.storageOfServer(access.server.id);
   }
 
   /** A backup of this server, or nothing: a backup of another server is as good as unknown. */
@@ -505,6 +516,43 @@ export class BackupManagementService {
   }
 
   /**
+   * Writes a backup's files into `directory` (empty, or not there yet): disaster recovery
+   * without the API (`aerie backup extract`). Every path is judged as a restore judges it.
+   */
+  async extractTo(
+    serverRef: string,
+    backupRef: string,
+    directory: string,
+    onProgress?: (p: Progress) => void,
+  ): Promise<{ backup: Backup; files: number; directories: number; bytes: number; skipped: number }> {
+    const backup = await this.completedBackup(serverRef, backupRef);
+    const source =
+      backup.format === 'snapshot'
+        ? { repository: this.deps.snapshots.repositoryOf(backup), backupId: backup.id }
+        : await this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id);
+    try {
+      const report = await extractBackup(directory, source, onProgress);
+      const skipped = report.skipped.length + (report.skippedOmitted ?? 0);
+      return { backup, files: report.files, directories: report.directories, bytes: report.bytes, skipped };
+    } catch (error) {
+      if (error instanceof ArchiveError)
+        throw new BadRequestError(`The backup could not be extracted: ${error.message}.`);
+      throw error;
+    }
+  }
+
+  /** A finished, successful backup of a server, by references as an operator types them. */
+  async completedBackup(serverRef: string, backupRef: string): Promise<Backup> {
+    const server = await this.deps.servers.findByReference(serverRef);
+    if (server === undefined) throw new NotFoundError(`No server "${serverRef}".`);
+    const backup = await this.deps.backups.findOfServer(server.id, backupRef);
+    if (backup === undefined)
+      throw new NotFoundError(`No backup "${backupRef}" of server ${server.identifier}.`);
+    if (!backup.isSuccessful) throw new BadRequestError(`Backup ${backup.id} is not completed, or failed.`);
+    return backup;
+  }
+
+  /**
    * The server a backup made or imported from the command line is of. The backup's name meets the
    * API's rule (shared/text.ts) first, before anything is read or archived.
    */
@@ -571,7 +619,15 @@ export class BackupManagementService {
       clearInterval(heartbeat);
       await progress.stop();
       await backups.complete(backup, made, toStoredTime(clock()));
-      return { uuid: backup.id, name: backup.name, bytes: made.bytes, checksum: `sha256:${made.sha256}` };
+      return {
+        uuid: backup.id,
+        name: backup.name,
+        format,
+        bytes: made.bytes,
+        files: made.files,
+        added_bytes: made.addedBytes ?? null,
+        checksum: `sha256:${made.sha256}`,
+      };
     } catch (error) {
       clearInterval(heartbeat);
       await progress.clear();

@@ -129,6 +129,19 @@ export class BackupRepository {
     return rows.map(toBackup);
   }
 
+  /** The storage a server's backups take: each archive's size, plus what each snapshot added. */
+  async storageOfServer(serverId: string): Promise<number> {
+    const rows = await this.db
+      .selectFrom('backups')
+      .select(['format', 'bytes', 'added_bytes'])
+      .where('server_id', '=', serverId)
+      .execute();
+    return rows.reduce(
+      (sum, row) => sum + Number(row.format === 'snapshot' ? (row.added_bytes ?? 0) : row.bytes),
+      0,
+    );
+  }
+
   countForServer(serverId: string, db: Executor = this.db): Promise<number> {
     return countWhere(db, 'backups', 'server_id', serverId);
   }

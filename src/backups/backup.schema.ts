@@ -51,8 +51,14 @@ export const BackupResourceSchema = Type.Object({
     name: Type.String(),
     ignored_files: Type.Array(Type.String()),
     sha256_hash: Type.Union([Type.String(), Type.Null()]),
-    checksum: Type.Union([Type.String(), Type.Null()], { description: '`sha256:<hex>` of the archive.' }),
-    bytes: Type.Integer(),
+    checksum: Type.Union([Type.String(), Type.Null()], {
+      description:
+        '`sha256:<hex>`: of the archive file (an `archive` backup), or of the snapshot record (a `snapshot` backup), which names the hash of every directory and every chunk of every file: it changes if a byte of the backup does.',
+    }),
+    bytes: Type.Integer({
+      description:
+        'A `snapshot` backup: the size of its files (what a restore writes). An `archive` backup: the size of its `.tar.gz`.',
+    }),
     created_at: Type.String(),
     completed_at: Type.Union([Type.String(), Type.Null()]),
     is_successful: Type.Boolean(),
@@ -64,6 +70,14 @@ export const BackupResourceSchema = Type.Object({
     file_count: Type.Union([Type.Integer(), Type.Null()], {
       description:
         'Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them.',
+    }),
+    format: Type.Union([Type.Literal('archive'), Type.Literal('snapshot')], {
+      description:
+        "Beyond Pterodactyl: `snapshot`, deduplicated in the server's repository (each backup stores only the chunks that changed), or `archive`, a whole `.tar.gz`. Both restore and download alike.",
+    }),
+    added_bytes: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Beyond Pterodactyl: what a `snapshot` backup added to storage when it was made (new chunks, compressed); null for an `archive` (all of it, `bytes`, is its own) and while it is made.',
     }),
     progress: Type.Union([BackupProgressSchema, Type.Null()], {
       description:
@@ -78,7 +92,13 @@ export const BackupListQuerySchema = Type.Object({
 });
 export type BackupListQuery = Static<typeof BackupListQuerySchema>;
 
-export const BackupListSchema = pagedListSchema(BackupResourceSchema, { backup_count: Type.Integer() });
+export const BackupListSchema = pagedListSchema(BackupResourceSchema, {
+  backup_count: Type.Integer(),
+  storage_bytes: Type.Integer({
+    description:
+      "Beyond Pterodactyl: the storage the server's backups take: each archive's size plus what each snapshot added when it was made.",
+  }),
+});
 export type BackupList = Static<typeof BackupListSchema>;
 
 export const CreateBackupBodySchema = Type.Object({

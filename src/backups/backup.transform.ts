@@ -20,6 +20,8 @@ export function toBackupResource(backup: Backup): BackupResource {
       is_locked: backup.isLocked,
       is_automatic: backup.isAutomatic,
       file_count: backup.files,
+      format: backup.format,
+      added_bytes: backup.addedBytes,
       progress: toProgressResource(backup.progress),
     },
   };

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { backupCreateCommand } from './commands/backup-create.ts';
 import { backupImportCommand } from './commands/backup-import.ts';
+import { backupExtractCommand } from './commands/backup-extract.ts';
 import { backupReconcileCommand } from './commands/backup-reconcile.ts';
 import { keyCreateCommand } from './commands/key-create.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -35,6 +36,7 @@ export function aerieProgram(): Command {
   backupCreateCommand(backup);
   backupImportCommand(backup);
   backupReconcileCommand(backup);
+  backupExtractCommand(backup);
   scheduleRunCommand(cli.command('schedule').description('manage schedules'));
   return cli;
 }

@@ -46,8 +46,15 @@ export function serverBackupRoutes(
       preValidation: serverAccess(access, can('backup.read')),
     },
     async (request) => {
-      const page = await backupManagement.list(accessOf(request), request.query);
-      return listEnvelope(request, page, toBackupResource, { backup_count: page.total });
+      const access = accessOf(request);
+      const [page, storage] = await Promise.all([
+        backupManagement.list(access, request.query),
+        backupManagement.storageOf(access),
+      ]);
+      return listEnvelope(request, page, toBackupResource, {
+        backup_count: page.total,
+        storage_bytes: storage,
+      });
     },
   );
 

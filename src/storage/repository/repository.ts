@@ -17,22 +17,19 @@
  */
 import { createHash, hash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { constants as zc, zstdCompress, zstdDecompress } from 'node:zlib';
-import { looksIncompressible } from '../archive/compressibility.ts';
+import { zstdDecompress } from 'node:zlib';
+import { BlobCompressor, ownCopy } from './blob-compressor.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
 
-const compress = promisify(zstdCompress);
 const decompress = promisify(zstdDecompress);
 
 /** Packs are sealed once they hold this much: a few dozen objects per GiB (few S3 requests). */
 export const PACK_TARGET = 16 * 1024 * 1024;
-/** zstd level 3: on the bench logs, 3× the ratio of deflate level 1 at twice its speed. */
-const ZSTD_LEVEL = 3;
 const PACK_MAGIC = Buffer.from('AERIEPK1');
 const TRAILER = 4 + PACK_MAGIC.length;
-/** How many blobs may be compressing at once (each on libuv's pool): two cores, kept busy. */
-const COMPRESSING = 4;
+/** How many blobs may be on their way to the compressing thread at once. */
+const COMPRESSING = 8;
 /** How many sealed packs may be uploading at once: memory stays under a few packs. */
 const UPLOADING = 2;
 
@@ -223,6 +220,7 @@ export interface WriteTotals {
  */
 export class BlobWriter {
   private readonly pending = new Set<string>();
+  private compressor: BlobCompressor | null = null;
   private readonly compressing = new Set<Promise<void>>();
   private readonly uploading = new Set<Promise<void>>();
   private readonly open: Record<BlobKind, PackBuilder> = { data: new PackBuilder(), tree: new PackBuilder() };
@@ -245,7 +243,7 @@ export class BlobWriter {
     this.throwIfFailed();
     if (this.knows(id)) return false;
     this.pending.add(id);
-    const own = Buffer.from(content); // the caller's buffer is reused for the next read
+    const own = ownCopy(content); // the caller's buffer is reused for the next read
     const work = this.encode(kind, id, own).then(
       () => undefined,
       (error: unknown) => {
@@ -260,25 +258,14 @@ export class BlobWriter {
   }
 
   private async encode(kind: BlobKind, id: string, content: Buffer): Promise<void> {
-    let stored: Buffer = content;
-    let compressed = false;
-    if (content.length >= 64 && !looksIncompressible(content)) {
-      // One output buffer as large as the input: zlib's default (16 KiB) makes a round trip to
-      // this thread and a copy for every 16 KiB of output.
-      const smaller = await compress(content, {
-        chunkSize: Math.max(content.length, 1024),
-        params: { [zc.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
-      });
-      if (smaller.length < content.length) {
-        stored = smaller;
-        compressed = true;
-      }
-    }
+    this.compressor ??= new BlobCompressor();
+    const raw = content.length; // the content's memory moves to the compressing thread
+    const { stored, compressed } = await this.compressor.encode(content);
     this.throwIfFailed();
     const pack = this.open[kind];
-    pack.add([id, KIND_CODE[kind], pack.bytes, stored.length, content.length, compressed ? 1 : 0], stored);
+    pack.add([id, KIND_CODE[kind], pack.bytes, stored.length, raw, compressed ? 1 : 0], stored);
     this.totals.blobs += 1;
-    this.totals.rawBytes += content.length;
+    this.totals.rawBytes += raw;
     this.totals.storedBytes += stored.length;
     if (pack.bytes >= PACK_TARGET) await this.seal(kind);
   }
@@ -308,6 +295,8 @@ export class BlobWriter {
     await this.seal('data');
     await this.seal('tree');
     await Promise.all(this.uploading);
+    await this.compressor?.close();
+    this.compressor = null;
     this.throwIfFailed();
     if (this.totals.packs.length > 0) {
       this.totals.indexKey = await writeIndex(this.repository.store, this.totals.packs);
@@ -320,6 +309,8 @@ export class BlobWriter {
   async abandon(): Promise<void> {
     this.failure ??= new Error('abandoned');
     await Promise.allSettled([...this.compressing, ...this.uploading]);
+    await this.compressor?.close();
+    this.compressor = null;
   }
 
   private throwIfFailed(): void {

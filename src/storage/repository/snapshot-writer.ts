@@ -102,7 +102,7 @@ class SnapshotWalk {
     private readonly writer: BlobWriter,
     private readonly options: SnapshotOptions,
   ) {
-    this.window = Buffer.allocUnsafe(2 * this.chunker.sizes.max);
+    this.window = this.chunker.window(2 * this.chunker.sizes.max);
     this.exclude = options.exclude ?? (() => false);
   }
 

@@ -1147,8 +1147,9 @@ export interface paths {
                   name: string;
                   ignored_files: string[];
                   sha256_hash: string | null;
-                  /** @description `sha256:<hex>` of the archive. */
+                  /** @description `sha256:<hex>`: of the archive file (an `archive` backup), or of the snapshot record (a `snapshot` backup), which names the hash of every directory and every chunk of every file: it changes if a byte of the backup does. */
                   checksum: string | null;
+                  /** @description A `snapshot` backup: the size of its files (what a restore writes). An `archive` backup: the size of its `.tar.gz`. */
                   bytes: number;
                   created_at: string;
                   completed_at: string | null;
@@ -1158,6 +1159,10 @@ export interface paths {
                   is_automatic: boolean;
                   /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                   file_count: number | null;
+                  /** @description Beyond Pterodactyl: `snapshot`, deduplicated in the server's repository (each backup stores only the chunks that changed), or `archive`, a whole `.tar.gz`. Both restore and download alike. */
+                  format: 'archive' | 'snapshot';
+                  /** @description Beyond Pterodactyl: what a `snapshot` backup added to storage when it was made (new chunks, compressed); null for an `archive` (all of it, `bytes`, is its own) and while it is made. */
+                  added_bytes: number | null;
                   /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                   progress: {
                     operation: 'backup' | 'restore';
@@ -1189,6 +1194,8 @@ export interface paths {
                   };
                 };
                 backup_count: number;
+                /** @description Beyond Pterodactyl: the storage the server's backups take: each archive's size plus what each snapshot added when it was made. */
+                storage_bytes: number;
               };
             };
           };
@@ -1237,8 +1244,9 @@ export interface paths {
                 name: string;
                 ignored_files: string[];
                 sha256_hash: string | null;
-                /** @description `sha256:<hex>` of the archive. */
+                /** @description `sha256:<hex>`: of the archive file (an `archive` backup), or of the snapshot record (a `snapshot` backup), which names the hash of every directory and every chunk of every file: it changes if a byte of the backup does. */
                 checksum: string | null;
+                /** @description A `snapshot` backup: the size of its files (what a restore writes). An `archive` backup: the size of its `.tar.gz`. */
                 bytes: number;
                 created_at: string;
                 completed_at: string | null;
@@ -1248,6 +1256,10 @@ export interface paths {
                 is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
+                /** @description Beyond Pterodactyl: `snapshot`, deduplicated in the server's repository (each backup stores only the chunks that changed), or `archive`, a whole `.tar.gz`. Both restore and download alike. */
+                format: 'archive' | 'snapshot';
+                /** @description Beyond Pterodactyl: what a `snapshot` backup added to storage when it was made (new chunks, compressed); null for an `archive` (all of it, `bytes`, is its own) and while it is made. */
+                added_bytes: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';
@@ -1313,8 +1325,9 @@ export interface paths {
                 name: string;
                 ignored_files: string[];
                 sha256_hash: string | null;
-                /** @description `sha256:<hex>` of the archive. */
+                /** @description `sha256:<hex>`: of the archive file (an `archive` backup), or of the snapshot record (a `snapshot` backup), which names the hash of every directory and every chunk of every file: it changes if a byte of the backup does. */
                 checksum: string | null;
+                /** @description A `snapshot` backup: the size of its files (what a restore writes). An `archive` backup: the size of its `.tar.gz`. */
                 bytes: number;
                 created_at: string;
                 completed_at: string | null;
@@ -1324,6 +1337,10 @@ export interface paths {
                 is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
+                /** @description Beyond Pterodactyl: `snapshot`, deduplicated in the server's repository (each backup stores only the chunks that changed), or `archive`, a whole `.tar.gz`. Both restore and download alike. */
+                format: 'archive' | 'snapshot';
+                /** @description Beyond Pterodactyl: what a `snapshot` backup added to storage when it was made (new chunks, compressed); null for an `archive` (all of it, `bytes`, is its own) and while it is made. */
+                added_bytes: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';
@@ -1464,8 +1481,9 @@ export interface paths {
                 name: string;
                 ignored_files: string[];
                 sha256_hash: string | null;
-                /** @description `sha256:<hex>` of the archive. */
+                /** @description `sha256:<hex>`: of the archive file (an `archive` backup), or of the snapshot record (a `snapshot` backup), which names the hash of every directory and every chunk of every file: it changes if a byte of the backup does. */
                 checksum: string | null;
+                /** @description A `snapshot` backup: the size of its files (what a restore writes). An `archive` backup: the size of its `.tar.gz`. */
                 bytes: number;
                 created_at: string;
                 completed_at: string | null;
@@ -1475,6 +1493,10 @@ export interface paths {
                 is_automatic: boolean;
                 /** @description Beyond Pterodactyl: how many files the finished backup holds; null while it is made, when it failed, and for backups made before Aerie counted them. */
                 file_count: number | null;
+                /** @description Beyond Pterodactyl: `snapshot`, deduplicated in the server's repository (each backup stores only the chunks that changed), or `archive`, a whole `.tar.gz`. Both restore and download alike. */
+                format: 'archive' | 'snapshot';
+                /** @description Beyond Pterodactyl: what a `snapshot` backup added to storage when it was made (new chunks, compressed); null for an `archive` (all of it, `bytes`, is its own) and while it is made. */
+                added_bytes: number | null;
                 /** @description What runs on the backup now (a backup being made, or a restore of it); null when nothing does. */
                 progress: {
                   operation: 'backup' | 'restore';
