@@ -76,6 +76,8 @@ export interface Config {
   readonly backupStorage: BackupStorageConfig;
   /** How new backups are stored (AERIE_BACKUP_FORMAT): deduplicated snapshots, or whole archives. */
   readonly backupFormat: 'snapshot' | 'archive';
+  /** Whether a restore first keeps the files it replaces as a backup (AERIE_RESTORE_UNDO_BACKUP). */
+  readonly restoreUndoBackup: boolean;
   /**
    * How often a running backup or restore writes its progress to the database, and how often
    * event streams look for changes (AERIE_PROGRESS_INTERVAL_MS).
@@ -379,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     metrics: metrics(env),
     backupStorage: backupStorage(env),
     backupFormat: choice(env, 'AERIE_BACKUP_FORMAT'),
+    restoreUndoBackup: flag(env, 'AERIE_RESTORE_UNDO_BACKUP'),
     progressIntervalMs: integer(env, 'AERIE_PROGRESS_INTERVAL_MS'),
     schedules: Object.freeze({
       timezone: timezone(env),

@@ -70,6 +70,7 @@ export function createServices({
     backups: backups.repository,
     jobs,
     stores: backupStores,
+    undo: backups.backupManagement,
   });
   const schedules = createSchedulesModule(context, {
     activity: activity.activity,

@@ -84,7 +84,12 @@ const EVENTS = {
     describe: (p) => `Started backup ${text(p.name)}${bySchedule(p)}`,
     uses: ['name', 'schedule_name'],
   },
-  'server:backup.complete': { describe: (p) => `Completed backup ${text(p.name)}`, uses: ['name'] },
+  'server:backup.complete': {
+    describe: (p) =>
+      `Completed backup ${text(p.name)}` +
+      (p.restore_of === undefined ? '' : ` of the files as they were before restoring ${text(p.restore_of)}`),
+    uses: ['name', 'restore_of'],
+  },
   'server:backup.fail': {
     describe: (p) => `Backup ${text(p.name)}${bySchedule(p)} failed: ${text(p.reason)}`,
     uses: ['name', 'reason', 'schedule_name'],

@@ -516,6 +516,68 @@ export class BackupManagementService {
   }
 
   /**
+   * Keeps a server's files as they are now as an automatic snapshot backup named for the restore
+   * about to replace them (its job id in the name: a retried job finds the one it took), so the
+   * restore can be undone. Taken while the server is `restoring_backup`: nothing else writes its
+   * files meanwhile. It counts against the backup limit (nothing is rotated out during a restore);
+   * the retention policy treats it as any automatic backup. If it cannot be taken, it throws, and
+   * the restore fails before replacing anything.
+   */
+  async takeUndoBackup(
+    serverId: string,
+    restored: Backup,
+    jobId: number,
+    context: RequestContext,
+  ): Promise<Backup> {
+    const { backups, activity, transaction, clock } = this.deps;
+    const name = `Before restoring ${restored.name}`.slice(0, 160) + ` (restore #${jobId})`;
+    const taken = await backups.findSuccessfulByName(serverId, name);
+    if (taken !== undefined) return taken;
+    const now = toStoredTime(clock());
+    const backup: Backup = {
+      id: randomUUID(),
+      serverId,
+      name,
+      ignoredFiles: [],
+      disk: this.deps.storage.disk,
+      sha256: null,
+      bytes: 0,
+      isSuccessful: false,
+      isLocked: false,
+      isAutomatic: true,
+      scheduleId: null,
+      createdAt: now,
+      completedAt: null,
+      files: null,
+      format: 'snapshot',
+      addedBytes: null,
+      progress: null,
+    };
+    await backups.insert(backup);
+    const origin = { restore_of: restored.name };
+    try {
+      const parent = await this.deps.snapshots.parentOf(backup);
+      const made = await this.deps.snapshots.take(backup, parent);
+      await transaction(async (trx) => {
+        await backups.complete(backup, made, toStoredTime(clock()), trx);
+        await activity.record(context, systemEntry('server:backup.complete', backup, origin), trx);
+      });
+      return { ...backup, isSuccessful: true, sha256: made.sha256, bytes: made.bytes, files: made.files };
+    } catch (error) {
+      await transaction(async (trx) => {
+        await backups.markFailed(backup, toStoredTime(clock()), trx);
+        await activity.record(
+          context,
+          systemEntry('server:backup.fail', backup, { ...origin, reason: (error as Error).message }),
+          trx,
+        );
+      });
+      await this.deps.snapshots.remove(backup).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
    * Writes a backup's files into `directory` (empty, or not there yet): disaster recovery
    * without the API (`aerie backup extract`). Every path is judged as a restore judges it.
    */

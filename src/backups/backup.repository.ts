@@ -65,6 +65,18 @@ export class BackupRepository {
     return row && toBackup(row);
   }
 
+  /** The server's successful backup named `name`, if there is one. */
+  async findSuccessfulByName(serverId: string, name: string): Promise<Backup | undefined> {
+    const row = await this.db
+      .selectFrom('backups')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .where('name', '=', name)
+      .where('is_successful', '=', 1)
+      .executeTakeFirst();
+    return row && toBackup(row);
+  }
+
   async findOfServer(
     serverId: string,
     backupId: string,

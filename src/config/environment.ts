@@ -258,6 +258,10 @@ const BackupStorage = Type.Object(
       description:
         'How new backups are stored: `snapshot`, deduplicated (each backup stores only the chunks that changed since the last; see [Snapshot backups](snapshots.md)), or `archive`, a whole `.tar.gz` per backup. Backups of either kind stay usable whatever this says.',
     }),
+    AERIE_RESTORE_UNDO_BACKUP: flag(true, {
+      description:
+        "Before a restore replaces any file, take a snapshot of the server's files as they are and keep it as an automatic backup named for the restore, so that the restore can be undone (nearly free: only what changed since the last snapshot is stored). A restore request's `undo_backup` overrides it.",
+    }),
     AERIE_BACKUP_STORAGE: choice(['local', 's3'], 'local', {
       description:
         'Where backup archives are kept: `local` (`<AERIE_DATA_DIR>/backups/`) or `s3`, a bucket of an S3-compatible store (see [Backups in an S3-compatible store](backups.md#backups-in-an-s3-compatible-store)).',

@@ -14,6 +14,8 @@ export interface JobPayloads {
     serverId: string;
     backupId: string;
     truncate: boolean;
+    /** Keep the files about to be replaced as a backup first (absent in jobs queued before it existed). */
+    undoBackup?: boolean;
     /** Who asked, and from where: the completion entry is theirs too. */
     actorId: string | null;
     ip: string | null;

@@ -40,7 +40,7 @@ type Payload = JobPayloads['backup.restore'];
 /** What a backup.restore job holds: checked by the worker before the job runs. */
 export const RestoreJobPayloadSchema = payloadSchema(
   'backup.restore',
-  Type.Object({ ...backupJobFields, truncate: Type.Boolean() }),
+  Type.Object({ ...backupJobFields, truncate: Type.Boolean(), undoBackup: Type.Optional(Type.Boolean()) }),
 );
 
 const MIB = 1024 * 1024;
@@ -66,6 +66,18 @@ export interface RestoreJobDeps {
   progress: Omit<ProgressReporterDeps, 'backups' | 'clock'>;
   /** Told when the server's status returns to idle (event streams of this process). */
   changes?: ServerChanges;
+  /**
+   * Keeps the server's files as they are as an automatic backup named for the restore (once per
+   * job: a retried job finds the one it took). Returns that backup.
+   */
+  undo?: {
+    takeUndoBackup(
+      serverId: string,
+      restored: Backup,
+      jobId: number,
+      context: RequestContext,
+    ): Promise<Backup>;
+  };
 }
 
 /**
@@ -106,6 +118,15 @@ export class RestoreJob implements JobHandler<Payload> {
         afterwards: () => emptyTrash(this.deps.volumesDir),
       };
     }
+    let undoBackup: Backup | null = null;
+    if (job.payload.undoBackup === true && this.deps.undo !== undefined) {
+      // Before anything is replaced: the files as they are now, kept so that this can be undone.
+      undoBackup = await this.deps.undo.takeUndoBackup(serverId, backup, job.id, {
+        batch: job.batch,
+        ip: job.payload.ip,
+        userAgent: '',
+      });
+    }
     const progress = this.startProgress(backup);
     let recorded = false;
     try {
@@ -144,6 +165,7 @@ export class RestoreJob implements JobHandler<Payload> {
       await this.finish(job, 'server:backup.restore-complete', {
         name: backup.name,
         ...this.completionDetails(job, report),
+        ...(undoBackup === null ? {} : { undo_backup: undoBackup.id }),
       });
       recorded = true;
       // The replaced tree is deleted once the job is recorded: the server is released already.

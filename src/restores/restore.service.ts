@@ -20,6 +20,8 @@ export interface BackupRestoreDeps {
   transaction: Transactor;
   clock: Clock;
   throttle: RestoreThrottle;
+  /** Whether a restore keeps the files it replaces as a backup when the request does not say. */
+  undoBackup: boolean;
   /** Told when the server's status changes (event streams of this process). */
   changes?: ServerChanges;
 }
@@ -48,6 +50,7 @@ export class BackupRestoreService {
     const { servers, backups, jobs, activity, transaction, clock, throttle } = this.deps;
     const serverId = access.server.id;
     const { truncate } = body;
+    const undoBackup = body.undo_backup ?? this.deps.undoBackup;
     const now = toStoredTime(clock());
     await throttle.run(serverId, () =>
       transaction(async (trx) => {
@@ -63,6 +66,7 @@ export class BackupRestoreService {
               serverId,
               backupId: backup.id,
               truncate,
+              undoBackup,
               actorId: context.actor.user.id,
               ip: context.ip,
             },
@@ -76,7 +80,7 @@ export class BackupRestoreService {
           {
             event: 'server:backup.restore',
             actor: context.actor,
-            properties: { name: backup.name, truncate },
+            properties: { name: backup.name, truncate, undo_backup: undoBackup },
             subjects: [
               { type: 'server', id: serverId },
               { type: 'backup', id: backup.id },

@@ -6,7 +6,7 @@ import type { ServersModule } from '../servers/servers.module.ts';
 import type { BackupStores } from '../storage/stores/backup-stores.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { RestoreThrottle } from './restore-throttle.ts';
-import { RestoreJob } from './restore.job.ts';
+import { RestoreJob, type RestoreJobDeps } from './restore.job.ts';
 import { BackupRestoreService } from './restore.service.ts';
 
 export interface RestoresModuleDeps {
@@ -16,12 +16,14 @@ export interface RestoresModuleDeps {
   backups: BackupRepository;
   jobs: JobRepository;
   stores: BackupStores;
+  /** Takes the backup that lets a restore be undone. */
+  undo: RestoreJobDeps['undo'];
 }
 
 /** Restores: asked for (throttled per server), then run by the `backup.restore` job. */
 export function createRestoresModule(
   { config, transaction, clock, logger, counters }: ModuleContext,
-  { users, activity, servers, backups, jobs, stores }: RestoresModuleDeps,
+  { users, activity, servers, backups, jobs, stores, undo }: RestoresModuleDeps,
 ) {
   return {
     backupRestore: new BackupRestoreService({
@@ -32,6 +34,7 @@ export function createRestoresModule(
       transaction,
       clock,
       changes: servers.changes,
+      undoBackup: config.restoreUndoBackup,
       throttle: new RestoreThrottle(
         counters,
         config.apiRateLimitPerMinute === 0 ? null : config.restoreLimitPer15Minutes,
@@ -50,6 +53,7 @@ export function createRestoresModule(
         logger,
         progress: { logger, intervalMs: config.progressIntervalMs },
         changes: servers.changes,
+        undo,
       }),
     },
   };
