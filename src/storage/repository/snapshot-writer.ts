@@ -171,23 +171,17 @@ class SnapshotWalk {
     const fd = ignoreGone(() => openSync(target, FILE_FLAGS));
     if (fd === null) return null;
     let stats: Stats;
-    let chunks: string[];
-    let size: number;
+    let chunks: string[] = [];
+    let size = 0;
     try {
       stats = fstatSync(fd);
-      if (stats.isDirectory()) {
-        closeSync(fd);
-        return this.subdirectory(parent, name, prefix, undefined);
-      }
-      if (!stats.isFile()) return null;
-      ({ chunks, size } = await this.chunks(fd));
+      if (stats.isFile()) ({ chunks, size } = await this.chunks(fd));
     } finally {
-      try {
-        closeSync(fd);
-      } catch {
-        // closed above (a directory)
-      }
+      closeSync(fd);
     }
+    // The listing did not give the type (or it changed since): a directory is walked as one.
+    if (stats.isDirectory()) return this.subdirectory(parent, name, prefix, previous);
+    if (!stats.isFile()) return null;
     this.files += 1;
     this.report();
     return {

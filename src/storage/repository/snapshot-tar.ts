@@ -1,0 +1,213 @@
+/**
+ * A snapshot as a `.tar.gz`, streamed as it is made: the download of a snapshot backup, in the
+ * very format of the archive backups (archive-writer.ts), so that whatever reads one reads the
+ * other (GNU tar, gzip, a restore through archive-reader.ts).
+ *
+ * Each entry is written exactly as the archive writer writes it for the same file or directory:
+ * the same header fields (path, type, permission bits, size, mtime cut to the whole second, and
+ * nothing else: no owner, no time of now), a pax header in front when a field does not fit ustar,
+ * content padded to a whole block, two zero blocks at the end. The entries come in the snapshot's
+ * order (depth-first, by name, a directory before its content), so a snapshot gives the same
+ * bytes every time it is downloaded; only the order can differ from an archive of the same
+ * volume, which lists each directory as the file system does.
+ *
+ * The content is read through readSnapshot (chunks fetched ahead within a fixed budget, each
+ * checked against its hash) and compressed by parallelGzip with the archive writer's settings, on
+ * threads of its own: the calling thread (the one answering HTTP) only encodes headers and copies
+ * bytes. Nothing waits for the whole tree and nothing is written to disk; memory stays bounded
+ * whatever the size: the read-ahead budget, the compressor's blocks, and what the consumer has
+ * not taken yet (nothing more is read while it has not).
+ *
+ * A chunk that is damaged or missing fails the stream with the DamagedRepository that names it.
+ * The entry's header (and the content before the bad chunk) may have gone out by then: the
+ * archive is left without its end and the response fails, so no reader takes it for a whole one.
+ */
+import { Readable } from 'node:stream';
+import { Header, Pax } from 'tar';
+import { parallelGzip } from '../archive/parallel-gzip.ts';
+import type { Repository } from './repository.ts';
+import { readSnapshot } from './snapshot-reader.ts';
+import { DamagedRepository } from './tree.ts';
+
+const BLOCK = 512;
+/** Zeros: the padding after a file's content, and the end-of-archive marker. */
+const ZERO_BLOCK = Buffer.alloc(2 * BLOCK);
+/**
+ * Bytes the stream buffers for its consumer before it stops asking the compressor for more. A
+ * member is up to about 1 MiB: one is buffered at a time, the next ones being compressed meanwhile.
+ */
+const HIGH_WATER_MARK = 64 * 1024;
+
+export interface SnapshotTarOptions {
+  /** Stops the stream: it is destroyed with the signal's reason, and all it holds is released. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The snapshot whose root tree is `treeId`, as a `.tar.gz` stream. It fails with a
+ * DamagedRepository when a tree or chunk is damaged or missing. Destroying it (or aborting
+ * `signal`) stops it at once: no read of the repository starts after that, and it emits `close`
+ * once the compression threads have ended.
+ */
+export function snapshotTarGz(
+  repository: Repository,
+  treeId: string,
+  options: SnapshotTarOptions = {},
+): Readable {
+  const stream = new SnapshotTarStream(repository, treeId);
+  const { signal } = options;
+  if (signal !== undefined) {
+    const abort = () => stream.destroy(asError(signal.reason));
+    if (signal.aborted) abort();
+    else {
+      signal.addEventListener('abort', abort, { once: true });
+      stream.once('close', () => signal.removeEventListener('abort', abort));
+    }
+  }
+  return stream;
+}
+
+/**
+ * Pulls members while its consumer wants more (one at a time: `push` says when to stop), and
+ * when destroyed stops the work below at its next step and waits for it to let go.
+ */
+class SnapshotTarStream extends Readable {
+  private readonly stop = new AbortController();
+  private readonly members: AsyncGenerator<Buffer, void, undefined>;
+  private pumping = false;
+
+  constructor(repository: Repository, treeId: string) {
+    super({ highWaterMark: HIGH_WATER_MARK });
+    this.members = snapshotTarGzMembers(repository, treeId, this.stop.signal);
+  }
+
+  override _read(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for (;;) {
+        const next = await this.members.next();
+        if (this.destroyed) return;
+        if (next.done === true) {
+          this.push(null);
+          return;
+        }
+        if (!this.push(next.value)) return;
+      }
+    } catch (error) {
+      this.destroy(asError(error));
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.stop.abort(error ?? new Error('the snapshot download was stopped'));
+    // Settles once the generators have run their cleanup (after the step in hand, if any).
+    this.members.return(undefined).then(
+      () => callback(error),
+      () => callback(error),
+    );
+  }
+}
+
+/**
+ * The compressed archive, member by member (gzip members of about 1 MiB of tar each, which read
+ * as one gzip stream). Each member is a copy of its own: the compressor's buffer it came in is
+ * handed back at once, to be filled with a later block (the consumer may hold the copy as long
+ * as it likes, in a socket's queue say). Aborting `signal` fails it at its next step, and no read
+ * of the repository starts after that; ending the iteration early stops the reads too. Either
+ * way the compression threads have ended before it settles.
+ */
+export async function* snapshotTarGzMembers(
+  repository: Repository,
+  treeId: string,
+  signal?: AbortSignal,
+): AsyncGenerator<Buffer, void, undefined> {
+  // The archive writer's settings (1 MiB members, level 6): the same tar gives the same bytes.
+  const gzip = parallelGzip();
+  try {
+    for await (const member of gzip(snapshotTar(repository, treeId, signal))) {
+      const copy = Buffer.from(member);
+      gzip.release(member);
+      yield copy;
+    }
+  } finally {
+    await gzip.threadsEnded();
+  }
+}
+
+/**
+ * The uncompressed tar, as the archive writer writes it: headers, content, padding, and the
+ * end-of-archive marker. Chunks are handed on as they were read (the compressor copies them).
+ */
+export async function* snapshotTar(
+  repository: Repository,
+  treeId: string,
+  signal?: AbortSignal,
+): AsyncGenerator<Buffer, void, undefined> {
+  const source = signal === undefined ? repository : stoppable(repository, signal);
+  for await (const entry of readSnapshot(source, treeId)) {
+    signal?.throwIfAborted();
+    const { rel, node } = entry;
+    if (node.type === 'dir') {
+      yield headerBlocks(`${rel}/`, 'Directory', node.mode, 0, node.mtime);
+      continue;
+    }
+    yield headerBlocks(rel, 'File', node.mode, node.size, node.mtime);
+    let written = 0;
+    for await (const chunk of entry.content()) {
+      signal?.throwIfAborted();
+      written += chunk.length;
+      // readSnapshot checks each chunk's length against the index and their sum against the
+      // size: more than the header announced would shift every later entry, so it is checked.
+      if (written > node.size) break;
+      yield chunk;
+    }
+    if (written !== node.size) {
+      throw new DamagedRepository(`${rel}: its chunks do not hold the ${node.size} bytes it should`, rel);
+    }
+    const padding = (BLOCK - (node.size % BLOCK)) % BLOCK;
+    if (padding > 0) yield ZERO_BLOCK.subarray(0, padding);
+  }
+  yield ZERO_BLOCK; // end-of-archive marker
+}
+
+/**
+ * `repository`, whose blob reads (chunks, and trees: readTree reads through readBlob) fail once
+ * `signal` is aborted (a rejected promise, as a failed read): the read-ahead of readSnapshot
+ * starts none after that, wherever it is.
+ */
+function stoppable(repository: Repository, signal: AbortSignal): Repository {
+  const view = Object.create(repository) as Repository;
+  view.readBlob = (id: string) =>
+    signal.aborted ? Promise.reject(asError(signal.reason)) : repository.readBlob(id);
+  return view;
+}
+
+/**
+ * The header block for an entry, preceded by a pax header when a field does not fit ustar:
+ * the archive writer's, field for field. `mtimeMs` is cut to the second it falls in.
+ */
+function headerBlocks(
+  tarPath: string,
+  type: 'File' | 'Directory',
+  mode: number,
+  size: number,
+  mtimeMs: number,
+): Buffer {
+  const mtime = new Date(Math.floor(mtimeMs / 1000) * 1000);
+  const fields = { path: tarPath, type, mode: mode & 0o7777, size, mtime };
+  const header = new Header(fields);
+  const needsPax = header.encode();
+  if (!header.block) throw new Error(`could not encode the tar header of ${tarPath}`);
+  return needsPax ? Buffer.concat([new Pax(fields).encode(), header.block]) : header.block;
+}
+
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error('the snapshot download was stopped');
+}
