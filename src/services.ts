@@ -71,6 +71,7 @@ export function createServices({
     jobs,
     stores: backupStores,
     undo: backups.backupManagement,
+    snapshots: backups.snapshots,
   });
   const schedules = createSchedulesModule(context, {
     activity: activity.activity,

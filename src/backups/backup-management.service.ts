@@ -39,6 +39,8 @@ import type { BackupRepository } from './backup.repository.ts';
 import type { CreateBackupBody } from './backup.schema.ts';
 import type { Backup, BackupFormat } from './backup.ts';
 import type { SnapshotBackups } from './snapshot-backups.ts';
+import type { CheckProgress, CheckReport } from '../storage/repository/check.ts';
+import type { PruneProgress, PruneReport } from '../storage/repository/prune.ts';
 import { RepositoryMissing } from '../storage/repository/repository-store.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
@@ -389,6 +391,82 @@ export class BackupManagementService {
     });
   }
 
+  /**
+   * The snapshot repositories of one server (`serverRef`) or of every server, in every store this
+   * process is set up for: the current one, and local disk for backups made before it changed.
+   */
+  async repositories(serverRef?: string): Promise<{ serverId: string; identifier: string; disk: string }[]> {
+    const servers =
+      serverRef === undefined ? await this.deps.servers.all() : [await this.serverByReference(serverRef)];
+    const disks = [...new Set([this.deps.storage.disk, 'local'])];
+    return servers.flatMap((server) =>
+      disks.map((disk) => ({ serverId: server.id, identifier: server.identifier, disk })),
+    );
+  }
+
+  /** `aerie backup prune`: reclaims what no snapshot uses, repository by repository. */
+  async pruneRepositories(
+    serverRef?: string,
+    onProgress?: (progress: PruneProgress) => void,
+  ): Promise<{ serverId: string; identifier: string; disk: string; report: PruneReport }[]> {
+    const done = [];
+    for (const repository of await this.repositories(serverRef)) {
+      const report = await this.deps.snapshots.prune(repository.serverId, repository.disk, onProgress);
+      done.push({ ...repository, report });
+    }
+    return done;
+  }
+
+  /** `aerie backup check`: checks every repository; `readData` reads and hashes every chunk. */
+  async checkRepositories(
+    serverRef: string | undefined,
+    readData: boolean,
+    onProgress?: (progress: CheckProgress) => void,
+  ): Promise<{ serverId: string; identifier: string; disk: string; report: CheckReport }[]> {
+    const done = [];
+    for (const repository of await this.repositories(serverRef)) {
+      const report = await this.deps.snapshots.check(
+        repository.serverId,
+        repository.disk,
+        readData,
+        onProgress,
+      );
+      done.push({ ...repository, report });
+    }
+    return done;
+  }
+
+  private async serverByReference(reference: string): Promise<ServerRow> {
+    const server = await this.deps.servers.findByReference(reference);
+    if (server === undefined) throw new NotFoundError(`No server "${reference}".`);
+    return server;
+  }
+
+  /**
+   * Prunes the repositories that deleted snapshot backups were in, so their chunks no other
+   * snapshot uses are reclaimed. A failure is logged, not thrown: `aerie backup prune` (or the
+   * next retention run) reclaims them later.
+   */
+  async pruneAfterDelete(deleted: readonly Backup[]): Promise<void> {
+    const repositories = new Map<string, Backup>();
+    for (const backup of deleted)
+      if (backup.format === 'snapshot') repositories.set(`${backup.disk}:${backup.serverId}`, backup);
+    for (const backup of repositories.values()) {
+      try {
+        const report = await this.deps.snapshots.prune(backup.serverId, backup.disk);
+        this.deps.logger.info(
+          { server: backup.serverId, before: report.before.bytes, after: report.after.bytes },
+          'pruned the backup repository',
+        );
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: error, server: backup.serverId },
+          'could not prune the backup repository; `aerie backup prune` reclaims its space later',
+        );
+      }
+    }
+  }
+
   /** Removes what storage keeps of a backup: its archive, or its snapshot record. */
   private removeStored(backup: Backup): Promise<void> {
     if (backup.format === 'snapshot') return this.deps.snapshots.remove(backup);
@@ -587,13 +665,15 @@ export class BackupManagementService {
     directory: string,
     onProgress?: (p: Progress) => void,
   ): Promise<{ backup: Backup; files: number; directories: number; bytes: number; skipped: number }> {
-    const backup = await this.completedBackup(serverRef, backupRef);
+    const { backup } = await this.completedBackup(serverRef, backupRef);
     const source =
       backup.format === 'snapshot'
         ? { repository: this.deps.snapshots.repositoryOf(backup), backupId: backup.id }
         : await this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id);
     try {
-      const report = await extractBackup(directory, source, onProgress);
+      const extract = () => extractBackup(directory, source, onProgress);
+      const report =
+        backup.format === 'snapshot' ? await this.deps.snapshots.reading(backup, extract) : await extract();
       const skipped = report.skipped.length + (report.skippedOmitted ?? 0);
       return { backup, files: report.files, directories: report.directories, bytes: report.bytes, skipped };
     } catch (error) {
@@ -603,15 +683,17 @@ export class BackupManagementService {
     }
   }
 
-  /** A finished, successful backup of a server, by references as an operator types them. */
-  async completedBackup(serverRef: string, backupRef: string): Promise<Backup> {
-    const server = await this.deps.servers.findByReference(serverRef);
-    if (server === undefined) throw new NotFoundError(`No server "${serverRef}".`);
+  /** A finished, successful backup of a server, and the server, by references as an operator types them. */
+  async completedBackup(
+    serverRef: string,
+    backupRef: string,
+  ): Promise<{ backup: Backup; server: ServerRow }> {
+    const server = await this.serverByReference(serverRef);
     const backup = await this.deps.backups.findOfServer(server.id, backupRef);
     if (backup === undefined)
       throw new NotFoundError(`No backup "${backupRef}" of server ${server.identifier}.`);
     if (!backup.isSuccessful) throw new BadRequestError(`Backup ${backup.id} is not completed, or failed.`);
-    return backup;
+    return { backup, server };
   }
 
   /**

@@ -162,6 +162,8 @@ export class BackupRetentionService {
         return removed;
       });
       for (const backup of deleted) await management.removeArchive(backup);
+      // The chunks only the deleted snapshots used are reclaimed now, not at the next prune.
+      await management.pruneAfterDelete(deleted);
     } catch (error) {
       logger.warn({ err: error, server: serverId }, 'could not apply the backup retention policy');
     }

@@ -5,6 +5,7 @@
  * reclaims the chunks no snapshot uses), restored by the restore job (stage-restore.ts).
  */
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
 import type { BackupStorage } from '../storage/stores/backup-storage.ts';
 import {
@@ -18,6 +19,9 @@ import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
 import type { RepositoryLocks } from './repository-locks.ts';
 import { snapshotVolume } from './snapshot-backup.ts';
+import { checkInThread, pruneInThread } from './repository-work.ts';
+import type { CheckProgress, CheckReport } from '../storage/repository/check.ts';
+import type { PruneProgress, PruneReport } from '../storage/repository/prune.ts';
 
 export interface SnapshotBackupsDeps {
   backups: BackupRepository;
@@ -88,8 +92,63 @@ export class SnapshotBackups {
     }
   }
 
-  /** The backup as a .tar.gz stream, made from its chunks as it is read. */
-  async download(backup: Backup): Promise<Readable> {
+  /**
+   * Reclaims what no snapshot of the server's repository in `disk` uses, holding the only lock on
+   * it (backups of the server wait meanwhile; one running now is waited for). Null when the server
+   * has no repository there.
+   */
+  async prune(
+    serverId: string,
+    disk: string,
+    onProgress?: (progress: PruneProgress) => void,
+  ): Promise<PruneReport> {
+    const location = this.deps.storageOf(disk).repository(serverId);
+    return this.deps.locks.exclusive(repositoryName(disk, serverId), () =>
+      pruneInThread(location, onProgress),
+    );
+  }
+
+  /** Checks the server's repository in `disk`; `readData` reads and hashes every chunk. */
+  check(
+    serverId: string,
+    disk: string,
+    readData: boolean,
+    onProgress?: (progress: CheckProgress) => void,
+  ): Promise<CheckReport> {
+    return checkInThread(this.deps.storageOf(disk).repository(serverId), readData, onProgress);
+  }
+
+  /**
+   * Runs `work` (a restore, an extract) holding a shared lock on the backup's repository: a prune
+   * waits until it is done, so no pack it reads disappears under it.
+   */
+  reading<T>(
+    backup: Pick<Backup, 'serverId' | 'disk'>,
+    work: () => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    return this.deps.locks.shared(
+      repositoryName(backup.disk, backup.serverId),
+      work,
+      signal ? { signal } : {},
+    );
+  }
+
+  /**
+   * The backup as a .tar.gz stream, made from its chunks as it is read. The repository is held
+   * (a shared lock) until the stream ends: a prune waits for the download.
+   */
+  download(backup: Backup): Promise<Readable> {
+    return new Promise<Readable>((resolve, reject) => {
+      this.reading(backup, async () => {
+        const stream = await this.openTarGz(backup);
+        resolve(stream);
+        await finished(stream).catch(() => undefined);
+      }).catch(reject);
+    });
+  }
+
+  private async openTarGz(backup: Backup): Promise<Readable> {
     const store = await openRepositoryStore(this.repositoryOf(backup));
     try {
       const repository = await fromStore(() => Repository.open(store));

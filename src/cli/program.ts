@@ -2,6 +2,9 @@ import { Command } from 'commander';
 import { backupCreateCommand } from './commands/backup-create.ts';
 import { backupImportCommand } from './commands/backup-import.ts';
 import { backupExtractCommand } from './commands/backup-extract.ts';
+import { backupPruneCommand } from './commands/backup-prune.ts';
+import { backupCheckCommand } from './commands/backup-check.ts';
+import { backupRestoreCommand } from './commands/backup-restore.ts';
 import { backupReconcileCommand } from './commands/backup-reconcile.ts';
 import { keyCreateCommand } from './commands/key-create.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -37,6 +40,9 @@ export function aerieProgram(): Command {
   backupImportCommand(backup);
   backupReconcileCommand(backup);
   backupExtractCommand(backup);
+  backupPruneCommand(backup);
+  backupCheckCommand(backup);
+  backupRestoreCommand(backup);
   scheduleRunCommand(cli.command('schedule').description('manage schedules'));
   return cli;
 }

@@ -70,6 +70,8 @@ export interface RestoreJobDeps {
    * Keeps the server's files as they are as an automatic backup named for the restore (once per
    * job: a retried job finds the one it took). Returns that backup.
    */
+  /** Holds a snapshot's repository while it is read (a prune waits meanwhile). */
+  snapshots?: { reading<T>(backup: Backup, work: () => Promise<T>, signal?: AbortSignal): Promise<T> };
   undo?: {
     takeUndoBackup(
       serverId: string,
@@ -138,17 +140,22 @@ export class RestoreJob implements JobHandler<Payload> {
         backup.format === 'snapshot'
           ? { repository: this.deps.storageOf(backup.disk).repository(serverId), backupId }
           : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
-      const report = await stageRestoreInThread(
-        paths,
-        archive,
-        {
-          truncate,
-          maxBytes,
-          signal: job.signal,
-          progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
-        },
-        (p) => progress.report(toCounts(p), p.phase),
-      );
+      const stage = () =>
+        stageRestoreInThread(
+          paths,
+          archive,
+          {
+            truncate,
+            maxBytes,
+            signal: job.signal,
+            progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
+          },
+          (p) => progress.report(toCounts(p), p.phase),
+        );
+      const report =
+        backup.format === 'snapshot' && this.deps.snapshots !== undefined
+          ? await this.deps.snapshots.reading(backup, stage, job.signal)
+          : await stage();
       // The checksum is taken during extraction; a mismatch throws the staged tree away unused.
       if (backup.sha256 !== null && report.archiveSha256 !== backup.sha256) {
         await recoverRestore(paths);

@@ -4,6 +4,8 @@ import type { JobRepository } from '../jobs/job.repository.ts';
 import { conflictFor, type ServerAccess } from '../servers/server-access.ts';
 import type { ServerRepository } from '../servers/server.repository.ts';
 import type { AuthenticatedContext } from '../users/actor.ts';
+import type { RequestContext } from '../shared/context.ts';
+import type { ServerRow } from '../servers/server.table.ts';
 import { BadRequestError, NotFoundError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { BackupRepository } from '../backups/backup.repository.ts';
@@ -29,6 +31,63 @@ export interface BackupRestoreDeps {
 /** Puts a server's files back as one of its backups holds them (the work itself is a job). */
 export class BackupRestoreService {
   constructor(private readonly deps: BackupRestoreDeps) {}
+
+  /**
+   * Queues a restore asked for from the command line (`aerie backup restore`), by no user, with
+   * the same checks and records as one asked for through the API; returns the job's id.
+   */
+  async restoreFromCli(
+    context: RequestContext,
+    server: ServerRow,
+    backup: Backup,
+    body: RestoreBody,
+  ): Promise<number> {
+    if (!backup.isSuccessful || backup.completedAt === null) {
+      throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
+    }
+    const { servers, backups, jobs, activity, transaction, clock } = this.deps;
+    const undoBackup = body.undo_backup ?? this.deps.undoBackup;
+    const now = toStoredTime(clock());
+    const jobId = await transaction(async (trx) => {
+      if (!(await servers.claimStatus(server.id, 'restoring_backup', now, trx))) {
+        const current = await servers.findByReference(server.id, trx);
+        throw conflictFor(current?.status ?? 'restoring_backup');
+      }
+      if ((await backups.findOfServer(server.id, backup.id, trx)) === undefined) throw new NotFoundError();
+      const id = await jobs.enqueue(
+        {
+          kind: 'backup.restore',
+          payload: {
+            serverId: server.id,
+            backupId: backup.id,
+            truncate: body.truncate,
+            undoBackup,
+            actorId: null,
+            ip: null,
+          },
+          batch: context.batch,
+        },
+        now,
+        trx,
+      );
+      await activity.record(
+        context,
+        {
+          event: 'server:backup.restore',
+          actor: null,
+          properties: { name: backup.name, truncate: body.truncate, undo_backup: undoBackup },
+          subjects: [
+            { type: 'server', id: server.id },
+            { type: 'backup', id: backup.id },
+          ],
+        },
+        trx,
+      );
+      return id;
+    });
+    this.deps.changes?.notify(server.id);
+    return jobId;
+  }
 
   /**
    * Queues a restore of a backup the caller may restore (the route has checked visibility, the

@@ -18,12 +18,14 @@ export interface RestoresModuleDeps {
   stores: BackupStores;
   /** Takes the backup that lets a restore be undone. */
   undo: RestoreJobDeps['undo'];
+  /** Holds a snapshot's repository while a restore reads it. */
+  snapshots: RestoreJobDeps['snapshots'];
 }
 
 /** Restores: asked for (throttled per server), then run by the `backup.restore` job. */
 export function createRestoresModule(
   { config, transaction, clock, logger, counters }: ModuleContext,
-  { users, activity, servers, backups, jobs, stores, undo }: RestoresModuleDeps,
+  { users, activity, servers, backups, jobs, stores, undo, snapshots }: RestoresModuleDeps,
 ) {
   return {
     backupRestore: new BackupRestoreService({
@@ -54,6 +56,7 @@ export function createRestoresModule(
         progress: { logger, intervalMs: config.progressIntervalMs },
         changes: servers.changes,
         undo,
+        snapshots,
       }),
     },
   };

@@ -56,6 +56,11 @@ export class ServerRepository {
       .execute();
   }
 
+  /** Every server, by UUID and identifier (for work over all of them: `backup prune`, `backup check`). */
+  async all(): Promise<{ id: string; identifier: string }[]> {
+    return this.db.selectFrom('servers').select(['id', 'identifier']).orderBy('created_at').execute();
+  }
+
   /**
    * The servers a user may see in a listing: those they own or are a subuser of, or — for
    * `scope: 'all'` — every server. Ordered by creation, then id, so pages are stable.
