@@ -83,7 +83,10 @@ export class UnavailableBackupStorage implements BackupStorage {
   inventory = () => this.refuse();
   remove = () => this.refuse();
   repository(): RepositoryLocation {
-    throw new ArchiveError('not-found', `the backup is kept in ${this.disk} storage, which is not configured`);
+    throw new ArchiveError(
+      'not-found',
+      `the backup is kept in ${this.disk} storage, which is not configured`,
+    );
   }
 }
 

@@ -81,7 +81,6 @@ export class S3BackupStorage implements BackupStorage {
     return s3Repository(this.s3, serverId);
   }
 
-
   /**
    * Loads the S3 client now, in this thread. A process that serves the API calls this while it
    * starts: loaded at the first download or deletion instead, it would hold up the event loop
