@@ -28,6 +28,7 @@ import { sha256File } from '../storage/archive/checksum.ts';
 import { verifyArchive } from '../storage/archive/verify-archive.ts';
 import { archiveVolume } from './backup-archive.ts';
 import { extractBackup } from './backup-extract.ts';
+import { removeTree } from '../storage/directory-root.ts';
 import {
   ProgressReporter,
   threadProgressInterval,
@@ -544,7 +545,21 @@ export class BackupManagementService {
         throw new BadRequestError(`${file} cannot be imported: ${error.message}.`);
       throw error;
     }
-    const { storage } = this.deps;
+    const { storage, format, snapshots } = this.deps;
+    if (format === 'snapshot') {
+      // Unpacked into a scratch directory beside the store's files (as a restore reads it: every
+      // path judged, links left out), then taken as a snapshot of that directory.
+      return this.store(server, name, 'snapshot', async (backup, report) => {
+        const scratch = `${await storage.scratchFile(server.id, backup.id)}.d`;
+        try {
+          await extractBackup(scratch, file);
+          const parent = await snapshots.parentOf(backup);
+          return await snapshots.take(backup, parent, { volume: scratch, onProgress: report });
+        } finally {
+          await removeTree(scratch);
+        }
+      });
+    }
     return this.store(server, name, 'archive', async ({ id }) => {
       const scratch = await storage.scratchFile(server.id, id);
       try {

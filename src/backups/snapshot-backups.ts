@@ -42,6 +42,8 @@ export interface SnapshotMade {
 
 export interface TakeOptions {
   full?: boolean;
+  /** The directory to take (the server's volume unless set: an import's unpacked archive). */
+  volume?: string;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
   progressIntervalMs?: number;
@@ -69,7 +71,7 @@ export class SnapshotBackups {
     const { record, sha256 } = await this.deps.locks.shared(
       repositoryName(backup.disk, backup.serverId),
       () =>
-        snapshotVolume(this.deps.volumeOf({ id: backup.serverId }), location, backup.id, {
+        snapshotVolume(options.volume ?? this.deps.volumeOf({ id: backup.serverId }), location, backup.id, {
           parent: parent?.id ?? null,
           ignored: backup.ignoredFiles,
           ...options,
