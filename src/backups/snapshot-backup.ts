@@ -53,6 +53,6 @@ export function snapshotVolume(
     ...(options.signal ? { signal: options.signal } : {}),
     // Chunks pass through this thread's heap on their way to compression: a small young
     // generation frees them every few chunks rather than every few dozen MB.
-    resourceLimits: { maxYoungGenerationSizeMb: 8 },
+    resourceLimits: { maxYoungGenerationSizeMb: 4 },
   });
 }

@@ -1,13 +1,16 @@
-/** Thread entry for BlobCompressor: compresses each blob it is sent and sends it back. */
+/** Thread entry for BlobCompressor: compresses each blob it is sent, in place, and sends it back. */
 import { parentPort } from 'node:worker_threads';
-import { encodeBlob, ownCopy } from './blob-compressor.ts';
+import { collectGarbage } from '../../shared/collect-garbage.ts';
+import { encodeBlob } from './blob-compressor.ts';
 
-parentPort!.on('message', (request: { id: number; content: Uint8Array }) => {
-  const content = Buffer.from(request.content.buffer, request.content.byteOffset, request.content.byteLength);
+parentPort!.on('message', (request: { id: number; slab: ArrayBuffer; length: number }) => {
+  const content = Buffer.from(request.slab, 0, request.length);
   const { stored, compressed } = encodeBlob(content);
-  // The result is sent back by transfer, so it must be a buffer of its own: the content kept as
-  // it is was moved here whole; zlib's output is a slice of a larger buffer, and is copied.
-  const own = stored.buffer === request.content.buffer;
-  const reply = own ? stored : ownCopy(stored);
-  parentPort!.postMessage({ id: request.id, stored: reply, compressed }, [reply.buffer as ArrayBuffer]);
+  // The compressed form, smaller than the content, is written over it in the same buffer.
+  if (compressed) stored.copy(content);
+  parentPort!.postMessage({ id: request.id, slab: request.slab, length: stored.length, compressed }, [
+    request.slab,
+  ]);
+  // zlib's output is garbage at once: freed now, not after 32 MB more of it.
+  if (compressed) collectGarbage('young');
 });

@@ -19,15 +19,17 @@ export interface Encoded {
   compressed: boolean;
 }
 
+/** zstd's output comes in pieces of this size: small allocations the C allocator reuses at once. */
+const OUTPUT_PIECE = 64 * 1024;
+
 /**
- * The stored form of `content`: zstd when it saves bytes. The size is told to zstd up front
- * (it then sizes its window and tables to the blob: a 4 KiB blob does not pay for a 2 MiB
- * window), and the output buffer is as large as the input.
+ * The stored form of `content`: zstd when it saves bytes. The size is told to zstd up front (it
+ * then sizes its window and tables to the blob: a 4 KiB blob does not pay for a 2 MiB window).
  */
 export function encodeBlob(content: Buffer): Encoded {
   if (content.length < 64 || looksIncompressible(content)) return { stored: content, compressed: false };
   const smaller = zstdCompressSync(content, {
-    chunkSize: Math.max(content.length, 1024),
+    chunkSize: Math.min(OUTPUT_PIECE, Math.max(content.length, 1024)),
     pledgedSrcSize: content.length,
     params: { [zc.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
   });
@@ -36,33 +38,33 @@ export function encodeBlob(content: Buffer): Encoded {
     : { stored: content, compressed: false };
 }
 
-interface Request {
+/**
+ * A blob on its way to or from the compressing thread: held in `slab`, a buffer of its own that
+ * moves between the threads (transferred, never copied) and is used again for the next blob.
+ * The thread writes the compressed form over the content when it is the smaller.
+ */
+interface Slab {
   id: number;
-  content: Uint8Array;
-}
-
-interface Reply {
-  id: number;
-  stored: Uint8Array;
+  slab: ArrayBuffer;
+  length: number;
   compressed: boolean;
 }
 
 /** A thread that compresses blobs sent to it, one at a time, in order. */
 export class BlobCompressor {
   private readonly thread: Worker;
-  private readonly waiting = new Map<number, { resolve: (e: Encoded) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (slab: Slab) => void; reject: (e: Error) => void }>();
   private next = 0;
   private failure: Error | null = null;
 
   constructor() {
     this.thread = startThread(threadEntry(import.meta.url, './blob-compressor.thread'), null, {
-      maxYoungGenerationSizeMb: 8,
+      maxYoungGenerationSizeMb: 4,
     });
-    this.thread.on('message', (reply: Reply) => {
+    this.thread.on('message', (reply: Slab) => {
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
-      const stored = Buffer.from(reply.stored.buffer, reply.stored.byteOffset, reply.stored.byteLength);
-      waiter?.resolve({ stored, compressed: reply.compressed });
+      waiter?.resolve(reply);
     });
     const fail = (error: Error) => {
       this.failure ??= error;
@@ -74,16 +76,19 @@ export class BlobCompressor {
   }
 
   /**
-   * Compresses `content`, which this call takes over: its memory moves to the thread (it must be
-   * a buffer of its own, not a view of a pool or of a buffer still in use).
+   * Compresses the first `length` bytes of `slab`, which moves to the thread meanwhile; resolves
+   * with it back, holding the stored form in its first `length` bytes.
    */
-  encode(content: Buffer): Promise<Encoded> {
+  encode(
+    slab: ArrayBuffer,
+    length: number,
+  ): Promise<{ slab: ArrayBuffer; length: number; compressed: boolean }> {
     if (this.failure !== null) return Promise.reject(this.failure);
     const id = this.next++;
-    return new Promise<Encoded>((resolve, reject) => {
+    return new Promise<Slab>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      const request: Request = { id, content };
-      this.thread.postMessage(request, [content.buffer as ArrayBuffer]);
+      const request: Slab = { id, slab, length, compressed: false };
+      this.thread.postMessage(request, [slab]);
     });
   }
 
@@ -93,9 +98,21 @@ export class BlobCompressor {
   }
 }
 
-/** A buffer of its own (transferable) holding a copy of `content`. */
-export function ownCopy(content: Uint8Array): Buffer {
-  const copy = Buffer.allocUnsafeSlow(content.length);
-  copy.set(content);
-  return copy;
+/**
+ * Buffers of one size, used again and again: the C allocator keeps memory it was given back
+ * rather than return it to the system, so a snapshot that allocated a buffer per chunk (hundreds
+ * of MB of them) grew its resident memory by much of that.
+ */
+export class BufferPool {
+  private readonly free: ArrayBuffer[] = [];
+
+  constructor(readonly size: number) {}
+
+  take(): ArrayBuffer {
+    return this.free.pop() ?? new ArrayBuffer(this.size);
+  }
+
+  give(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === this.size) this.free.push(buffer);
+  }
 }

@@ -23,6 +23,11 @@ export interface StoredObject {
 export interface RepositoryStore {
   /** What the store is, for messages: a directory, or `s3://bucket/prefix`. */
   readonly where: string;
+  /**
+   * How many packs a writer puts at once (two unless set): a local disk takes one write at a
+   * time as fast as two, and each pack waiting to be put is memory held.
+   */
+  readonly concurrentPuts?: number;
   /** Writes a whole object, made visible only once complete (a crash leaves it absent). */
   put(key: string, parts: readonly Uint8Array[]): Promise<void>;
   /** The whole object; a RepositoryMissing error when it is not there. */
@@ -59,6 +64,7 @@ export class LocalRepositoryStore implements RepositoryStore {
   private readonly handles = new Map<string, Promise<FileHandle>>();
   private readonly made = new Set<string>();
   private readonly unsynced = new Set<string>();
+  readonly concurrentPuts = 1;
 
   constructor(readonly root: string) {}
 
