@@ -3,6 +3,8 @@
  * `engines` field of package.json says the same, and CI runs on both (.ci/run).
  */
 export const OLDEST_SUPPORTED_NODE_MAJOR = 22;
+/** 22.15 is the first 22 whose zlib has zstd, which snapshot backups compress with. */
+const OLDEST_SUPPORTED_22_MINOR = 15;
 
 /**
  * The AWS SDK's switch for its own Node version warning. Left alone, the SDK prints that warning
@@ -14,9 +16,20 @@ function majorOf(version: string): number {
   return Number.parseInt(version.replace(/^v/, ''), 10);
 }
 
+function minorOf(version: string): number {
+  return Number.parseInt(version.replace(/^v/, '').split('.')[1] ?? '0', 10);
+}
+
 /** What to say about a Node.js version Aerie does not support, or null for a supported one. */
 export function unsupportedNodeNotice(version: string): string | null {
-  if (majorOf(version) >= OLDEST_SUPPORTED_NODE_MAJOR) return null;
+  const major = majorOf(version);
+  if (major === OLDEST_SUPPORTED_NODE_MAJOR && minorOf(version) < OLDEST_SUPPORTED_22_MINOR) {
+    return (
+      `Node.js ${version} is not supported: on the 22 line Aerie needs 22.${OLDEST_SUPPORTED_22_MINOR} or newer, ` +
+      'whose zlib has zstd (snapshot backups are compressed with it).'
+    );
+  }
+  if (major >= OLDEST_SUPPORTED_NODE_MAJOR) return null;
   return (
     `Node.js ${version} is not supported (it has reached its end of life): Aerie runs on Node.js 24 ` +
     `or 22, and its dependencies' next releases (the AWS SDK's from January 2027) will need 22 or newer.`

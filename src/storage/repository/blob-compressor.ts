@@ -6,7 +6,7 @@
  * compressed data: worlds, archives) and kept only where it saves something.
  */
 import type { Worker } from 'node:worker_threads';
-import { constants as zc, zstdCompressSync } from 'node:zlib';
+import zlib from 'node:zlib';
 import { startThread, threadEntry } from '../../shared/thread.ts';
 import { looksIncompressible } from '../archive/compressibility.ts';
 
@@ -28,10 +28,10 @@ const OUTPUT_PIECE = 64 * 1024;
  */
 export function encodeBlob(content: Buffer): Encoded {
   if (content.length < 64 || looksIncompressible(content)) return { stored: content, compressed: false };
-  const smaller = zstdCompressSync(content, {
+  const smaller = zlib.zstdCompressSync(content, {
     chunkSize: Math.min(OUTPUT_PIECE, Math.max(content.length, 1024)),
     pledgedSrcSize: content.length,
-    params: { [zc.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
   });
   return smaller.length < content.length
     ? { stored: smaller, compressed: true }

@@ -16,14 +16,18 @@
  * removes. Nothing is ever changed in place.
  */
 import { createHash, hash } from 'node:crypto';
-import { promisify } from 'node:util';
-import { zstdDecompress } from 'node:zlib';
+import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { BlobCompressor, BufferPool } from './blob-compressor.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
 
-const decompress = promisify(zstdDecompress);
+/** zstd decompression on libuv's pool (looked up when used: a Node.js without zstd still loads this). */
+function decompress(input: Buffer, options: zlib.ZstdOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    zlib.zstdDecompress(input, options, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+}
 
 /**
  * Packs are sealed once they hold this much: about 120 objects per GiB (few S3 requests), and
