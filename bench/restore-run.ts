@@ -3,7 +3,7 @@
  * `aerie serve` has) asks for the restore as the API does, and waits until the server's status
  * clears. Prints the milliseconds from the request to that moment.
  *
- *   BENCH_BUILD=<dist dir> node restore-run.mjs <data dir> <server id> <backup uuid> <truncate: true|false>
+ *   BENCH_BUILD=<dist dir> [BENCH_UNDO=false] node restore-run.mjs <data dir> <server id> <backup uuid> <truncate: true|false>
  *
  * It runs over Aerie's compiled build (BENCH_BUILD, default dist/: `npm run build` first), as
  * `aerie serve` runs in production. bench/restore.sh runs it transpiled to plain JavaScript, not
@@ -61,12 +61,18 @@ await services.backupRestore.requestRestore(
   { batch: randomUUID(), ip: '127.0.0.1', userAgent: 'bench', actor },
   access,
   backup,
-  { truncate: truncate !== 'false' },
+  // BENCH_UNDO=false: no undo backup first (the default takes one, as the panel does).
+  { truncate: truncate !== 'false', ...(process.env.BENCH_UNDO === 'false' ? { undo_backup: false } : {}) },
 );
 while ((await status()) !== null) await new Promise((resolve) => setTimeout(resolve, 10));
 const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
 await worker.stop();
-const job = await db.kysely.selectFrom('jobs').select(['state', 'error']).executeTakeFirstOrThrow();
+const job = await db.kysely
+  .selectFrom('jobs')
+  .select(['state', 'error'])
+  .where('kind', '=', 'backup.restore')
+  .orderBy('id', 'desc')
+  .executeTakeFirstOrThrow();
 await db.destroy();
 if (job.state !== 'succeeded')
   throw new Error(`the restore did not succeed: ${job.state} ${job.error ?? ''}`);

@@ -409,11 +409,27 @@ export class BackupManagementService {
   async pruneRepositories(
     serverRef?: string,
     onProgress?: (progress: PruneProgress) => void,
-  ): Promise<{ serverId: string; identifier: string; disk: string; report: PruneReport }[]> {
+  ): Promise<
+    {
+      serverId: string;
+      identifier: string;
+      disk: string;
+      report: PruneReport;
+      garbageSnapshotsRemoved: number;
+    }[]
+  > {
     const done = [];
     for (const repository of await this.repositories(serverRef)) {
+      // Records of failed backups, and of deleted ones (their deletion is recorded), go first. A
+      // record nobody knows is kept: after a database is restored from an older dump, it is a
+      // backup made since.
+      const rows = await this.deps.backups.allOfServer(repository.serverId);
+      const deleted = (await this.deps.deletions.all()).map((d) => d.backupId);
+      const failed = rows.filter((b) => !b.isSuccessful && b.completedAt !== null).map((b) => b.id);
+      const garbage = new Set([...failed, ...deleted]);
+      const dropped = await this.deps.snapshots.dropRecords(repository.serverId, repository.disk, garbage);
       const report = await this.deps.snapshots.prune(repository.serverId, repository.disk, onProgress);
-      done.push({ ...repository, report });
+      done.push({ ...repository, report, garbageSnapshotsRemoved: dropped.length });
     }
     return done;
   }

@@ -14,6 +14,7 @@ import {
   type RepositoryLocation,
 } from '../storage/repository/repository-location.ts';
 import { Repository } from '../storage/repository/repository.ts';
+import { DamagedRepository } from '../storage/repository/tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
@@ -110,6 +111,26 @@ export class SnapshotBackups {
     );
   }
 
+  /**
+   * Removes the snapshot records in the server's repository in `disk` of the backups `garbage`
+   * names (failed, or deleted), so that a prune does not keep their chunks forever: a record whose
+   * removal failed when its backup was deleted or failed (the store away at that moment). Returns
+   * the UUIDs removed.
+   */
+  async dropRecords(serverId: string, disk: string, garbage: ReadonlySet<string>): Promise<string[]> {
+    const store = await openRepositoryStore(this.deps.storageOf(disk).repository(serverId));
+    try {
+      const records = await fromStore(() => store.list('snapshots/'));
+      const dropped = records
+        .map((record) => record.key.slice('snapshots/'.length))
+        .filter((id) => garbage.has(id));
+      for (const id of dropped) await fromStore(() => store.delete(`snapshots/${id}`));
+      return dropped;
+    } finally {
+      await store.close();
+    }
+  }
+
   /** Checks the server's repository in `disk`; `readData` reads and hashes every chunk. */
   check(
     serverId: string,
@@ -154,7 +175,10 @@ export class SnapshotBackups {
     const store = await openRepositoryStore(this.repositoryOf(backup));
     try {
       const repository = await fromStore(() => Repository.open(store));
-      const { record } = await fromStore(() => repository.loadSnapshot(backup.id));
+      const { record, sha256 } = await fromStore(() => repository.loadSnapshot(backup.id));
+      // Never another snapshot than the one the backup recorded (a restore refuses it too).
+      if (backup.sha256 !== null && sha256 !== backup.sha256)
+        throw new DamagedRepository(`the snapshot of backup ${backup.id} does not match its checksum`, backup.id);
       const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
       const stream = snapshotTarGz(repository, record.tree);
       stream.once('close', () => void store.close());
