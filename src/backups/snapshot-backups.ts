@@ -131,14 +131,20 @@ export class SnapshotBackups {
     }
   }
 
-  /** Checks the server's repository in `disk`; `readData` reads and hashes every chunk. */
+  /**
+   * Checks the server's repository in `disk`; `readData` reads and hashes every chunk. It holds a
+   * shared lock, as a restore does: a prune meanwhile would delete the index objects and packs it
+   * listed, and what it then could not find would be reported as damage.
+   */
   check(
     serverId: string,
     disk: string,
     readData: boolean,
     onProgress?: (progress: CheckProgress) => void,
   ): Promise<CheckReport> {
-    return checkInThread(this.deps.storageOf(disk).repository(serverId), readData, onProgress);
+    return this.deps.locks.shared(repositoryName(disk, serverId), () =>
+      checkInThread(this.deps.storageOf(disk).repository(serverId), readData, onProgress),
+    );
   }
 
   /**
@@ -178,7 +184,10 @@ export class SnapshotBackups {
       const { record, sha256 } = await fromStore(() => repository.loadSnapshot(backup.id));
       // Never another snapshot than the one the backup recorded (a restore refuses it too).
       if (backup.sha256 !== null && sha256 !== backup.sha256)
-        throw new DamagedRepository(`the snapshot of backup ${backup.id} does not match its checksum`, backup.id);
+        throw new DamagedRepository(
+          `the snapshot of backup ${backup.id} does not match its checksum`,
+          backup.id,
+        );
       const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
       const stream = snapshotTarGz(repository, record.tree);
       stream.once('close', () => void store.close());

@@ -17,12 +17,14 @@ export interface ChunkSizes {
 }
 
 /**
- * 256 KiB to 4 MiB, about 1 MiB on average. Measured on the bench volume (BENCHMARKS.md,
- * "Snapshot backups"): smaller chunks keep a little less of a file edited in place at a few
- * spots, but each costs an index entry, a hash call and a blob header, and below 256 KiB the
- * chunker's share of a first backup grows; larger ones store each edit at a larger size.
+ * 64 KiB to 1 MiB, about 256 KiB on average, chosen by measurement on the bench volume and its
+ * five days of play (bench/days-of-play.ts; BENCHMARKS.md, "Snapshot backups"): a day's edits
+ * (a few 4–64 KiB overwrites in region files, appended logs) each re-store the chunk around them,
+ * so smaller chunks store less: after six backups the repository took 272 MB with 1 MiB chunks,
+ * 258 MB with 512 KiB and 245 MB with 256 KiB (restic, side by side: 255 MB), for a first backup
+ * of the same size and a few hundred more chunks in it.
  */
-export const CHUNK_SIZES: ChunkSizes = { min: 256 * 1024, avg: 1024 * 1024, max: 4 * 1024 * 1024 };
+export const CHUNK_SIZES: ChunkSizes = { min: 64 * 1024, avg: 256 * 1024, max: 1024 * 1024 };
 
 /** The gear table: 256 fixed pseudo-random 32-bit words (a linear congruential sequence). */
 const GEAR = (() => {

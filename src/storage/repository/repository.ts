@@ -19,6 +19,7 @@ import { createHash, hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { BlobCompressor, BufferPool } from './blob-compressor.ts';
+import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
 
@@ -34,8 +35,8 @@ function decompress(input: Buffer, options: zlib.ZstdOptions): Promise<Buffer> {
  * small enough that the packs being filled and uploaded stay a small part of a snapshot's memory.
  */
 export const PACK_TARGET = 8 * 1024 * 1024;
-/** A slab holds the largest chunk (chunker.ts: 4 MiB); a larger blob (a huge tree) gets its own. */
-const SLAB_BYTES = 4 * 1024 * 1024;
+/** A slab holds the largest chunk; a larger blob (the tree of a huge directory) gets its own. */
+const SLAB_BYTES = CHUNK_SIZES.max;
 const PACK_MAGIC = Buffer.from('AERIEPK1');
 const TRAILER = 4 + PACK_MAGIC.length;
 /** How many blobs may be on their way to the compressing thread at once (a slab each): two keep it busy; four held 20 MB more at the same speed. */
