@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { startS3 } from '../test/support/s3.ts';
 
 const { values } = parseArgs({
@@ -164,10 +164,20 @@ try {
         `${contender.name.padEnd(14)} run ${run}: wall ${wall.toFixed(2)} s, cpu ${cpu.toFixed(2)} s, ` +
           `max RSS ${rssMb.toFixed(0)} MiB, archive ${record.bytes} bytes`,
       );
-      // The archive goes before the next run, and its row (the server's backup limit is 10).
+      // What the backup stored goes before the next run (an archive; or, for a snapshot, the
+      // server's whole repository, so that every run stores everything again), and its row (the
+      // server's backup limit is 10).
       const key = `${server.uuid}/${record.uuid}.tar.gz`;
-      if (contender.s3) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
-      else fs.rmSync(path.join(dataDir, 'backups', key));
+      if (contender.s3) {
+        const listing = await s3.client.send(
+          new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `${server.uuid}/` }),
+        );
+        for (const object of listing.Contents ?? [])
+          await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
+      } else {
+        fs.rmSync(path.join(dataDir, 'backups', key), { force: true });
+        fs.rmSync(path.join(dataDir, 'backups', server.uuid, 'repository'), { recursive: true, force: true });
+      }
       execFileSync('sqlite3', [
         path.join(dataDir, 'aerie.db'),
         `delete from backups where id = '${record.uuid}'`,
