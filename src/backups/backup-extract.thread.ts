@@ -1,11 +1,9 @@
 /** Thread entry for `extractBackup`: reads a backup and writes its files, off the main thread. */
 import { workerData } from 'node:worker_threads';
 import { runThreadWork } from '../shared/thread.ts';
-import { ArchiveError, type ExtractReport, type Progress } from '../storage/archive/archive.types.ts';
-import { extractArchive } from '../storage/archive/extract.ts';
-import { openRepositoryStore } from '../storage/repository/repository-location.ts';
-import { RepositoryMissing } from '../storage/repository/repository-store.ts';
-import { Repository } from '../storage/repository/repository.ts';
+import type { ExtractReport, Progress } from '../storage/archive/archive.types.ts';
+import { ENTRY_COST, extractArchive } from '../storage/archive/extract.ts';
+import { openSnapshot } from '../storage/repository/open-snapshot.ts';
 import { extractSnapshot } from '../storage/repository/snapshot-restore.ts';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
 import type { ExtractBackupInput } from './backup-extract.ts';
@@ -22,17 +20,14 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
       withArchiveStream(source, (stream) => extractArchive(stream, directory, limits, onProgress)),
     );
   }
-  const store = await openRepositoryStore(source.repository);
+  const { store, repository, record } = await openSnapshot(source.repository, source.backupId, source.sha256);
   try {
-    const repository = await fromStore(() => Repository.open(store));
-    const { record } = await fromStore(() => repository.loadSnapshot(source.backupId)).catch(
-      (error: unknown) => {
-        if (error instanceof RepositoryMissing)
-          throw new ArchiveError('not-found', 'the snapshot of this backup is missing from storage');
-        throw error;
-      },
+    // The record matched the backup's checksum: its totals are the backup's own, and bound what
+    // may be written (a hostile tree cannot fill the disk).
+    const maxBytes = record.bytes + (record.files + record.directories) * ENTRY_COST;
+    return await fromStore(() =>
+      extractSnapshot(repository, record.tree, directory, { ...limits, maxBytes }, onProgress),
     );
-    return await fromStore(() => extractSnapshot(repository, record.tree, directory, limits, onProgress));
   } finally {
     await store.close();
   }

@@ -42,7 +42,6 @@ import type { Backup, BackupFormat } from './backup.ts';
 import type { SnapshotBackups } from './snapshot-backups.ts';
 import type { CheckProgress, CheckReport } from '../storage/repository/check.ts';
 import type { PruneProgress, PruneReport } from '../storage/repository/prune.ts';
-import { RepositoryMissing } from '../storage/repository/repository-store.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
 
@@ -534,8 +533,10 @@ export class BackupManagementService {
     if (backup.format === 'snapshot') {
       // Its size is known only once sent: the response is chunked.
       const stream = await this.deps.snapshots.download(backup).catch((error: unknown) => {
-        if (error instanceof RepositoryMissing)
+        if (error instanceof ArchiveError && error.reason === 'not-found')
           throw new NotFoundError('This backup is missing from storage.');
+        if (error instanceof ArchiveError)
+          throw new DisplayError(`This backup cannot be downloaded: ${error.message}.`);
         throw error;
       });
       return { stream, filename: downloadName(backup), bytes: null };
@@ -699,7 +700,7 @@ export class BackupManagementService {
     const { backup } = await this.completedBackup(serverRef, backupRef);
     const source =
       backup.format === 'snapshot'
-        ? { repository: this.deps.snapshots.repositoryOf(backup), backupId: backup.id }
+        ? { repository: this.deps.snapshots.repositoryOf(backup), backupId: backup.id, sha256: backup.sha256 }
         : await this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id);
     try {
       const extract = () => extractBackup(directory, source, onProgress);

@@ -13,8 +13,7 @@ import {
   repositoryName,
   type RepositoryLocation,
 } from '../storage/repository/repository-location.ts';
-import { Repository } from '../storage/repository/repository.ts';
-import { DamagedRepository } from '../storage/repository/tree.ts';
+import { openSnapshot } from '../storage/repository/open-snapshot.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
@@ -178,16 +177,13 @@ export class SnapshotBackups {
   }
 
   private async openTarGz(backup: Backup): Promise<Readable> {
-    const store = await openRepositoryStore(this.repositoryOf(backup));
+    // Never another snapshot than the one the backup recorded (a restore refuses it too).
+    const { store, repository, record } = await openSnapshot(
+      this.repositoryOf(backup),
+      backup.id,
+      backup.sha256,
+    );
     try {
-      const repository = await fromStore(() => Repository.open(store));
-      const { record, sha256 } = await fromStore(() => repository.loadSnapshot(backup.id));
-      // Never another snapshot than the one the backup recorded (a restore refuses it too).
-      if (backup.sha256 !== null && sha256 !== backup.sha256)
-        throw new DamagedRepository(
-          `the snapshot of backup ${backup.id} does not match its checksum`,
-          backup.id,
-        );
       const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
       const stream = snapshotTarGz(repository, record.tree);
       stream.once('close', () => void store.close());

@@ -138,7 +138,11 @@ export class RestoreJob implements JobHandler<Payload> {
       // from S3); the job's signal ends it and removes its staging.
       const archive =
         backup.format === 'snapshot'
-          ? { repository: this.deps.storageOf(backup.disk).repository(serverId), backupId }
+          ? {
+              repository: this.deps.storageOf(backup.disk).repository(serverId),
+              backupId,
+              sha256: backup.sha256,
+            }
           : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
       const stage = () =>
         stageRestoreInThread(

@@ -6,12 +6,9 @@ import type { ExtractReport, Progress } from '../archive/archive.types.ts';
 import { stageRestore, type StageOptions } from './restore-files.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
 import { fromStore } from '../stores/store-unreachable.ts';
-import { openRepositoryStore } from '../repository/repository-location.ts';
-import { Repository } from '../repository/repository.ts';
+import { openSnapshot } from '../repository/open-snapshot.ts';
 import { extractSnapshot } from '../repository/snapshot-restore.ts';
 import type { SnapshotSource } from './stage-restore.ts';
-import { ArchiveError } from '../archive/archive.types.ts';
-import { RepositoryMissing } from '../repository/repository-store.ts';
 
 const input = workerData as StageRestoreInput;
 // Background work: the thread answering HTTP (and the other servers' processes) go first.
@@ -37,23 +34,18 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
   );
 });
 
-/** Stages a restore from a snapshot: every chunk checked as it is read, several read at once. */
+/**
+ * Stages a restore from a snapshot: its record checked against the backup's checksum before
+ * anything is written, then every chunk checked as it is read, several read at once.
+ */
 async function stageSnapshot(
   paths: StageRestoreInput['paths'],
   source: SnapshotSource,
   options: StageOptions,
   onProgress: ((p: Progress) => void) | undefined,
 ): Promise<ExtractReport> {
-  const store = await openRepositoryStore(source.repository);
+  const { store, repository, record } = await openSnapshot(source.repository, source.backupId, source.sha256);
   try {
-    const repository = await fromStore(() => Repository.open(store));
-    const { record, sha256 } = await fromStore(() => repository.loadSnapshot(source.backupId)).catch(
-      (error: unknown) => {
-        if (error instanceof RepositoryMissing)
-          throw new ArchiveError('not-found', 'the snapshot of this backup is missing from storage');
-        throw error;
-      },
-    );
     const report = await stageRestore(
       paths,
       (staging, limits, progress) =>
@@ -61,7 +53,7 @@ async function stageSnapshot(
       options,
       onProgress,
     );
-    return { ...report, archiveSha256: sha256 };
+    return { ...report, archiveSha256: source.sha256 ?? undefined };
   } finally {
     await store.close();
   }

@@ -26,6 +26,8 @@ const YOUNG_GENERATION_MB = 8;
 export interface SnapshotSource {
   repository: RepositoryLocation;
   backupId: string;
+  /** The backup's checksum (hex): the snapshot record must hash to it. */
+  sha256: string | null;
 }
 
 export interface StageRestoreInput {
