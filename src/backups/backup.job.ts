@@ -133,7 +133,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
       await progress.stop();
       await this.completed(job, backup, made);
       recorded = true;
-      return { bytes: made.addedBytes };
+      return { bytes: made.bytes };
     } finally {
       if (!recorded) await progress.clear();
     }

@@ -39,7 +39,8 @@ interface Fixture {
 
 /** An app listening on a real socket: Hosts that `inject` would replace (an empty one) arrive as sent. */
 async function fixture(env: Record<string, string> = {}): Promise<Fixture> {
-  const app = await startTestApp({ env });
+  // Archive backups: a download is then the imported file itself, byte for byte.
+  const app = await startTestApp({ env: { AERIE_BACKUP_FORMAT: 'archive', ...env } });
   await app.http.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.http.server.address() as AddressInfo).port;
   const user = await createUser(app);
