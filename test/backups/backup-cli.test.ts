@@ -1,7 +1,8 @@
 /**
  * The real command line (`aerie …`, a process of its own) against a fresh data directory: creating
- * a backup of a server's files and importing an existing .tar.gz, with the JSON that scripts
- * read, and refusals that say what is wrong and leave nothing behind.
+ * a backup of a server's files (in either format, AERIE_BACKUP_FORMAT) and importing an existing
+ * .tar.gz as an archive backup, with the JSON that scripts read, and refusals that say what is
+ * wrong and leave nothing behind.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -15,6 +16,12 @@ import { connect, type Db } from '../../src/db/connection.ts';
 import { testDatabase } from '../support/databases.ts';
 import { aerieArgv } from '../support/aerie-process.ts';
 import { archiveEntries, backupOf, contents, sha256Of, tempDir, writeTree } from '../support/archives.ts';
+import {
+  BACKUP_FORMATS,
+  formatEnv,
+  snapshotTarGzFile,
+  type BackupFormat,
+} from '../support/backup-formats.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -31,6 +38,11 @@ interface Run {
 }
 
 function aerie(...args: string[]): Promise<Run> {
+  return aerieWith({}, ...args);
+}
+
+/** `aerie <args>` with more environment: `AERIE_BACKUP_FORMAT`, say. */
+function aerieWith(env: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -42,6 +54,7 @@ function aerie(...args: string[]): Promise<Run> {
           AERIE_DATA_DIR: data,
           DATABASE_URL: database.url,
           LOG_LEVEL: 'info',
+          ...env,
         },
       },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
@@ -61,7 +74,7 @@ function record(run: Run): Record<string, unknown> {
 }
 
 const backupRows = () => db.kysely.selectFrom('backups').selectAll().orderBy('created_at').execute();
-const stored = (uuid: string) => path.join(data, 'backups', server.uuid, `${uuid}.tar.gz`);
+const stored = (uuid: string, of = server) => path.join(data, 'backups', of.uuid, `${uuid}.tar.gz`);
 
 beforeAll(async () => {
   data = await tempDir('aerie-cli-');
@@ -97,9 +110,17 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-describe('backup create', () => {
+describe.each(BACKUP_FORMATS)('backup create, as a %s backup', (format: BackupFormat) => {
+  // A server of its own: its backups directory holds this format's backup and nothing else.
+  let server: { uuid: string; identifier: string; volume: string };
+  beforeAll(async () => {
+    server = record(
+      await aerie('server', 'create', '--owner', 'alice', '--name', `survival ${format}`, '--json'),
+    ) as typeof server;
+  }, 60_000);
+
   it(
-    "archives the server's files, without its symlinks, and prints the record",
+    "backs up the server's files, without its symlinks, and prints the record",
     { timeout: 60_000 },
     async () => {
       await writeTree(server.volume, {
@@ -111,8 +132,14 @@ describe('backup create', () => {
         etc: { symlink: '/etc' },
         'world/latest': { symlink: '../server.properties' },
       });
+      // What the backup holds: the volume without its links.
+      const expected = await contents(server.volume);
+      delete expected.etc;
+      delete expected['world/latest'];
+      const files = Object.values(expected).filter((node) => node.type === 'file');
 
-      const run = await aerie(
+      const run = await aerieWith(
+        formatEnv(format),
         'backup',
         'create',
         '--server',
@@ -123,41 +150,75 @@ describe('backup create', () => {
       );
       const created = record(run);
       expect(run.stderr).toBe('');
-      expect(Object.keys(created).sort()).toEqual(['bytes', 'checksum', 'name', 'uuid']);
+      expect(Object.keys(created).sort()).toEqual([
+        'added_bytes',
+        'bytes',
+        'checksum',
+        'files',
+        'format',
+        'name',
+        'uuid',
+      ]);
       expect(created.name).toBe('nightly');
+      expect(created.format).toBe(format);
+      expect(created.files).toBe(files.length);
       const uuid = String(created.uuid);
       expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
-      const file = stored(uuid);
-      expect(created.checksum).toBe(`sha256:${await sha256Of(file)}`);
-      expect(created.bytes).toBe((await stat(file)).size);
-      expect(await readdir(path.dirname(file))).toEqual([`${uuid}.tar.gz`]); // no scratch files left
+      const backups = path.join(data, 'backups', server.uuid);
+      let file: string;
+      if (format === 'archive') {
+        // One archive: its checksum and size are the record's.
+        file = stored(uuid, server);
+        expect(created.checksum).toBe(`sha256:${await sha256Of(file)}`);
+        expect(created.bytes).toBe((await stat(file)).size);
+        expect(created.added_bytes).toBeNull();
+        expect(await readdir(backups)).toEqual([`${uuid}.tar.gz`]); // no scratch files left
+      } else {
+        // A snapshot in the server's repository: the checksum is its record's, the size its files'.
+        const snapshotRecord = path.join(backups, 'repository', 'snapshots', uuid);
+        expect(created.checksum).toBe(`sha256:${await sha256Of(snapshotRecord)}`);
+        expect(created.bytes).toBe(files.reduce((sum, node) => sum + node.size!, 0));
+        expect(created.added_bytes).toBeGreaterThan(0);
+        expect(await readdir(backups)).toEqual(['repository']);
+        expect(await readdir(path.dirname(snapshotRecord))).toEqual([uuid]);
+        const names = await readdir(path.join(backups, 'repository'), { recursive: true });
+        expect(names.filter((name) => /\.(tmp|incoming|partial)$/.test(name))).toEqual([]); // no scratch files left
+        // What it downloads as.
+        file = await snapshotTarGzFile(
+          path.join(data, 'backups'),
+          server.uuid,
+          uuid,
+          path.join(work, `${uuid}.tar.gz`),
+        );
+      }
 
       const entries = await archiveEntries(file);
       expect(entries.filter((e) => e.startsWith('SymbolicLink:') || e.startsWith('Link:'))).toEqual([]);
       expect(entries.some((e) => /(^|:)(\.\/)?etc\/?$/.test(e) || e.endsWith('latest'))).toBe(false);
 
       // Unpacked, the archive is the volume without its links.
-      const out = path.join(work, 'unpacked');
+      const out = path.join(work, `unpacked-${format}`);
       await mkdir(out);
       await tarExtract({ file, cwd: out });
-      const expected = await contents(server.volume);
-      delete expected.etc;
-      delete expected['world/latest'];
       expect(await contents(out)).toEqual(expected);
 
       const [row] = (await backupRows()).filter((r) => r.id === uuid);
       expect(row).toMatchObject({
         server_id: server.uuid,
         name: 'nightly',
+        format,
         is_successful: 1,
         sha256: String(created.checksum).slice(7),
       });
       expect(Number(row?.bytes)).toBe(created.bytes);
+      expect(Number(row?.files)).toBe(created.files);
       expect(row?.completed_at).not.toBeNull();
     },
   );
+});
 
+describe('backup create', () => {
   it('refuses an unknown server with a message, and prints no record', async () => {
     const run = await aerie('backup', 'create', '--server', 'ffffffff', '--name', 'x', '--json');
     expect(run.code).not.toBe(0);
@@ -167,33 +228,52 @@ describe('backup create', () => {
 });
 
 describe('backup import', () => {
-  it('stores a good archive as it is and prints the record', { timeout: 60_000 }, async () => {
-    const good = await backupOf({ 'server.properties': 'motd=imported\n', 'world/level.dat': 'level' }, work);
-    const before = (await backupRows()).length;
-    const imported = record(
-      await aerie(
-        'backup',
-        'import',
-        '--server',
-        server.uuid,
-        '--name',
-        'imported',
-        '--file',
-        good.archive,
-        '--json',
-      ),
-    );
-    expect(Object.keys(imported).sort()).toEqual(['bytes', 'checksum', 'name', 'uuid']);
-    expect(imported).toMatchObject({
-      name: 'imported',
-      bytes: (await stat(good.archive)).size,
-      checksum: `sha256:${await sha256Of(good.archive)}`,
-    });
-    const file = stored(String(imported.uuid));
-    expect(await readFile(file)).toEqual(await readFile(good.archive));
-    expect(await backupRows()).toHaveLength(before + 1);
-    expect(await readFile(good.archive)).toBeTruthy(); // the source file is left in place
-  });
+  it(
+    'stores a good archive as it is as an archive backup, and prints the record',
+    { timeout: 60_000 },
+    async () => {
+      const good = await backupOf(
+        { 'server.properties': 'motd=imported\n', 'world/level.dat': 'level' },
+        work,
+      );
+      const before = (await backupRows()).length;
+      const imported = record(
+        await aerieWith(
+          formatEnv('archive'),
+          'backup',
+          'import',
+          '--server',
+          server.uuid,
+          '--name',
+          'imported',
+          '--file',
+          good.archive,
+          '--json',
+        ),
+      );
+      expect(Object.keys(imported).sort()).toEqual([
+        'added_bytes',
+        'bytes',
+        'checksum',
+        'files',
+        'format',
+        'name',
+        'uuid',
+      ]);
+      expect(imported).toMatchObject({
+        name: 'imported',
+        format: 'archive',
+        files: 2,
+        added_bytes: null,
+        bytes: (await stat(good.archive)).size,
+        checksum: `sha256:${await sha256Of(good.archive)}`,
+      });
+      const file = stored(String(imported.uuid));
+      expect(await readFile(file)).toEqual(await readFile(good.archive));
+      expect(await backupRows()).toHaveLength(before + 1);
+      expect(await readFile(good.archive)).toBeTruthy(); // the source file is left in place
+    },
+  );
 
   it.each([
     ['a gzip stream cut short', (gz: Buffer) => gz.subarray(0, Math.floor(gz.length / 2))],

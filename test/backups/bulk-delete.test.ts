@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archiveExists, backupRows, serverActivity, serverWithLimit } from '../support/automatic-backups.ts';
+import { backupRows, serverActivity, serverWithLimit } from '../support/automatic-backups.ts';
+import { BACKUP_FORMATS, formatEnv, isStored } from '../support/backup-formats.ts';
 import { expectError, expectValidation } from '../support/expect-error.ts';
 import {
   addSubuser,
@@ -32,11 +33,11 @@ beforeAll(async () => {
 afterAll(async () => app.close());
 
 /** A server with `count` finished backups made by hand, the last `locked` of them locked. */
-async function serverWithBackups(count: number, locked = 0) {
-  const made = await serverWithLimit(app, 20);
+async function serverWithBackups(count: number, locked = 0, on: TestApp = app) {
+  const made = await serverWithLimit(on, 20);
   const uuids: string[] = [];
   for (let i = 0; i < count; i += 1) {
-    const res = await app.http.inject({
+    const res = await on.http.inject({
       method: 'POST',
       url: made.base,
       headers: bearer(made.token),
@@ -45,17 +46,25 @@ async function serverWithBackups(count: number, locked = 0) {
     expect(res.statusCode, res.body).toBe(200);
     uuids.push(res.json<{ attributes: { uuid: string } }>().attributes.uuid);
   }
-  await drainJobs(app);
+  await drainJobs(on);
   const bulk = (token: string, payload: object): Promise<LightMyRequestResponse> =>
-    app.http.inject({ method: 'POST', url: `${made.base}/delete`, headers: bearer(token), payload });
+    on.http.inject({ method: 'POST', url: `${made.base}/delete`, headers: bearer(token), payload });
   return { ...made, uuids, bulk };
 }
 
-describe('bulk delete', () => {
+describe.each(BACKUP_FORMATS)('bulk delete of %s backups', (format) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: formatEnv(format) });
+  });
+  afterAll(async () => app.close());
+
   it('deletes the deletable, and lists the locked, the unknown and another server’s as refused', async () => {
-    const { server, token, owner, uuids, bulk } = await serverWithBackups(3, 1);
+    const { server, token, owner, uuids, bulk } = await serverWithBackups(3, 1, app);
     const [first, second, locked] = uuids as [string, string, string];
-    const other = await serverWithBackups(1);
+    const other = await serverWithBackups(1, 0, app);
+    for (const uuid of uuids) expect(isStored(app, server.id, uuid, format)).toBe(true);
+    expect(isStored(app, other.server.id, other.uuids[0]!, format)).toBe(true);
     const unknown = randomUUID();
 
     const res = await bulk(token, {
@@ -83,11 +92,12 @@ describe('bulk delete', () => {
     ]);
 
     expect((await backupRows(app, server.id)).map((r) => r.id)).toEqual([locked]);
-    expect(archiveExists(app, server.id, first)).toBe(false);
-    expect(archiveExists(app, server.id, second)).toBe(false);
+    expect(isStored(app, server.id, first, format)).toBe(false);
+    expect(isStored(app, server.id, second, format)).toBe(false);
+    expect(isStored(app, server.id, locked, format)).toBe(true);
     // The other server's backup is untouched.
     expect(await backupRows(app, other.server.id)).toHaveLength(1);
-    expect(archiveExists(app, other.server.id, other.uuids[0]!)).toBe(true);
+    expect(isStored(app, other.server.id, other.uuids[0]!, format)).toBe(true);
 
     const deletions = (await serverActivity(app, server.id)).filter(
       (e) => e.event === 'server:backup.delete',
@@ -101,7 +111,9 @@ describe('bulk delete', () => {
       (await serverActivity(app, other.server.id)).filter((e) => e.event === 'server:backup.delete'),
     ).toEqual([]);
   });
+});
 
+describe('bulk delete', () => {
   it('refuses a backup still being made with 409, as a single delete does', async () => {
     const { token, base, uuids, bulk } = await serverWithBackups(1);
     const started = await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: {} });

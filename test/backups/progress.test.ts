@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { BackupProgress } from '../../src/backups/backup-progress.ts';
 import { BackupRepository } from '../../src/backups/backup.repository.ts';
 import { bigTarGzOf, tempDir, writeIncompressibleFiles } from '../support/archives.ts';
+import { BACKUP_FORMATS, formatEnv } from '../support/backup-formats.ts';
 import { postRestore, serverStatus } from '../support/restores.ts';
 import {
   bearer,
@@ -104,7 +105,16 @@ async function archiveOf(files: number): Promise<{ file: string; dir: string }> 
   return { file: await bigTarGzOf(path.join(dir, 'src'), path.join(dir, 'backup.tar.gz')), dir };
 }
 
-describe('a restore', () => {
+describe('a restore of an archive backup', () => {
+  // Archives imported as they are (AERIE_BACKUP_FORMAT=archive): the counts are the archive's.
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({
+      env: { ...formatEnv('archive'), AERIE_PROGRESS_INTERVAL_MS: String(INTERVAL_MS) },
+    });
+  });
+  afterAll(async () => app.close());
+
   it.each([true, false])(
     'writes extracting → %s merging → swapping, the counts ending at the archive size and its files',
     async (truncate) => {
@@ -157,7 +167,15 @@ describe('a restore', () => {
   });
 });
 
-describe('a backup', () => {
+describe.each(BACKUP_FORMATS)('a %s backup', (format) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({
+      env: { ...formatEnv(format), AERIE_PROGRESS_INTERVAL_MS: String(INTERVAL_MS) },
+    });
+  });
+  afterAll(async () => app.close());
+
   it('writes archiving with growing counts, then its outcome with no progress; a restore of it knows its files', async () => {
     const { server, token } = await serverWithFiles(app, 16);
     const writes = recordWrites();
@@ -258,7 +276,7 @@ describe('a late write', () => {
   });
 });
 
-describe('a backup to S3', () => {
+describe('an archive backup to S3', () => {
   let s3: TestS3;
   beforeAll(async () => {
     s3 = await startS3();
@@ -267,7 +285,11 @@ describe('a backup to S3', () => {
 
   it('writes uploading once every byte is written and the upload is finishing', async () => {
     const onS3 = await startTestApp({
-      env: { ...s3.env(), AERIE_S3_PART_SIZE_MB: '5', AERIE_PROGRESS_INTERVAL_MS: String(INTERVAL_MS) },
+      env: {
+        ...s3.archiveEnv(),
+        AERIE_S3_PART_SIZE_MB: '5',
+        AERIE_PROGRESS_INTERVAL_MS: String(INTERVAL_MS),
+      },
     });
     try {
       const { server, token } = await serverWithFiles(onS3, 12);

@@ -7,6 +7,7 @@
  * a backup of a database restored from an older dump), unless `--remove-unknown` is given.
  * Nothing of a backup in progress is touched, however old, nor anything written within the grace
  * period, nor anything under a server the database does not know; a dry run changes nothing.
+ * These are archive backups (AERIE_BACKUP_FORMAT=archive): each one a `.tar.gz` in the store.
  */
 import {
   CreateMultipartUploadCommand,
@@ -33,6 +34,7 @@ import { S3BackupStorage } from '../../src/storage/stores/s3-backup-storage.ts';
 import type { User } from '../../src/users/user.ts';
 import { spawnAerie } from '../support/aerie-process.ts';
 import { tarGzOf, tempDir, writeTree } from '../support/archives.ts';
+import { formatEnv } from '../support/backup-formats.ts';
 import { activityOfServer } from '../support/restores.ts';
 import {
   contextFor,
@@ -70,9 +72,10 @@ function movableClock() {
   return { clock: () => new Date(Date.now() + offsetMs), move: (ms: number) => (offsetMs += ms) };
 }
 
+/** An app making archive backups (in the local store unless `env` says otherwise). */
 async function setUp(env: Record<string, string> = {}) {
   const time = movableClock();
-  const app = await startTestApp({ env, clock: time.clock });
+  const app = await startTestApp({ env: { ...formatEnv('archive'), ...env }, clock: time.clock });
   const owner = await createUser(app);
   const server = await createServer(app, owner);
   return { app, time, owner, server };
@@ -108,6 +111,8 @@ async function insertBackup(
     createdAt: toStoredTime(state.createdAt),
     completedAt: state.completedAt === null ? null : toStoredTime(state.completedAt),
     files: null,
+    format: 'archive',
+    addedBytes: null,
     progress: null,
   };
   await app.db.kysely.insertInto('backups').values(toBackupRow(backup)).execute();
@@ -183,7 +188,7 @@ function retentionWithLog(app: TestApp, clock: () => Date) {
   return { service, warnings };
 }
 
-describe('reconciling the local store', () => {
+describe('reconciling the local store of archive backups', () => {
   it('removes what is garbage, marks stalled backups failed, names missing and unknown archives; a dry run changes nothing', async () => {
     const { app, owner, server } = await setUp();
     try {
@@ -476,7 +481,10 @@ describe('reconciling the local store', () => {
       const lost = await importBackup(app, server.id, archive, 'lost');
       await fs.rm(path.join(app.config.backupsDir, server.id, `${lost.uuid}.tar.gz`));
       const run = async (...args: string[]) => {
-        const proc = spawnAerie(app, ['backup', 'reconcile', ...args], { LOG_LEVEL: 'error' });
+        const proc = spawnAerie(app, ['backup', 'reconcile', ...args], {
+          ...formatEnv('archive'),
+          LOG_LEVEL: 'error',
+        });
         const code = await proc.exited;
         return { code, output: proc.output() };
       };
@@ -521,7 +529,7 @@ describe('reconciling the local store', () => {
   }, 60_000);
 });
 
-describe('reconciling an S3 store', () => {
+describe('reconciling an S3 store of archive backups', () => {
   async function openUpload(key: string): Promise<string> {
     const { UploadId } = await s3.client.send(
       new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key: key }),
@@ -539,7 +547,7 @@ describe('reconciling an S3 store', () => {
   }
 
   it('removes the objects of deleted backups and aborts stale uploads, never those of a backup in progress; names unknown objects', async () => {
-    const { app, time, owner, server } = await setUp(s3.env());
+    const { app, time, owner, server } = await setUp(s3.archiveEnv());
     try {
       const id = server.id;
       const kept = await app.services.backupManagement.createNow(id, 'kept');

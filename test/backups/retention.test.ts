@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backup } from '../../src/backups/backup.ts';
 import {
-  archiveExists,
   backupRows,
   scheduledBackup,
   serverActivity,
   serverWithLimit,
 } from '../support/automatic-backups.ts';
+import { BACKUP_FORMATS, formatEnv, isStored } from '../support/backup-formats.ts';
 import { expectError, expectValidation } from '../support/expect-error.ts';
 import {
   addSubuser,
@@ -51,11 +51,11 @@ beforeAll(async () => {
 });
 afterAll(async () => app.close());
 
-async function setup(limit = 50) {
-  const made = await serverWithLimit(app, limit);
+async function setup(limit = 50, on: TestApp = app) {
+  const made = await serverWithLimit(on, limit);
   const json = { ...bearer(made.token), 'content-type': 'application/json' };
   const put = (payload: unknown) =>
-    app.http.inject({
+    on.http.inject({
       method: 'PUT',
       url: `${made.base}/retention`,
       headers: json,
@@ -63,7 +63,7 @@ async function setup(limit = 50) {
     });
   const preview = async (query = '') =>
     (
-      await app.http.inject({
+      await on.http.inject({
         method: 'GET',
         url: `${made.base}/retention/preview${query}`,
         headers: bearer(made.token),
@@ -73,22 +73,28 @@ async function setup(limit = 50) {
 }
 
 /** A schedule's backup made (and run) at `iso`. */
-async function scheduledAt(serverId: string, iso: string) {
+async function scheduledAt(serverId: string, iso: string, on: TestApp = app) {
   manual.set(iso);
-  return scheduledBackup(app, serverId);
+  return scheduledBackup(on, serverId);
 }
 
 /** A backup made by hand through the API at `iso`, and run. */
-async function byHandAt(base: string, token: string, iso: string, locked = false): Promise<string> {
+async function byHandAt(
+  base: string,
+  token: string,
+  iso: string,
+  locked = false,
+  on: TestApp = app,
+): Promise<string> {
   manual.set(iso);
-  const res = await app.http.inject({
+  const res = await on.http.inject({
     method: 'POST',
     url: base,
     headers: bearer(token),
     payload: { name: `by hand ${iso}`, is_locked: locked },
   });
   expect(res.statusCode, res.body).toBe(200);
-  await drainJobs(app);
+  await drainJobs(on);
   return res.json<{ attributes: { uuid: string } }>().attributes.uuid;
 }
 
@@ -279,24 +285,30 @@ describe('the preview', () => {
   });
 });
 
-describe('applied after a successful automatic backup', () => {
+describe.each(BACKUP_FORMATS)('applied after a successful automatic %s backup', (format) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ clock: manual.clock, env: formatEnv(format) });
+  });
+  afterAll(async () => app.close());
+
   it('keep_last 2: automatic backups beyond the two newest go; hand-made and locked ones stay', async () => {
-    const { server, base, token, put } = await setup();
-    const handMade = await byHandAt(base, token, '2026-11-16T01:00:00.000Z');
-    const lockedByHand = await byHandAt(base, token, '2026-11-16T01:30:00.000Z', true);
-    const first = await scheduledAt(server.id, '2026-11-16T02:00:00.000Z');
+    const { server, base, token, put } = await setup(50, app);
+    const handMade = await byHandAt(base, token, '2026-11-16T01:00:00.000Z', false, app);
+    const lockedByHand = await byHandAt(base, token, '2026-11-16T01:30:00.000Z', true, app);
+    const first = await scheduledAt(server.id, '2026-11-16T02:00:00.000Z', app);
     await app.http.inject({ method: 'POST', url: `${base}/${first.id}/lock`, headers: bearer(token) });
-    const second = await scheduledAt(server.id, '2026-11-16T03:00:00.000Z');
-    const third = await scheduledAt(server.id, '2026-11-16T04:00:00.000Z');
+    const second = await scheduledAt(server.id, '2026-11-16T03:00:00.000Z', app);
+    const third = await scheduledAt(server.id, '2026-11-16T04:00:00.000Z', app);
     // No policy yet: nothing deleted.
     expect(await backupRows(app, server.id)).toHaveLength(5);
 
     expect((await put({ keep_last: 2 })).statusCode).toBe(200);
     // A backup made by hand does not apply the policy.
-    const laterByHand = await byHandAt(base, token, '2026-11-16T04:30:00.000Z');
+    const laterByHand = await byHandAt(base, token, '2026-11-16T04:30:00.000Z', false, app);
     expect(await backupRows(app, server.id)).toHaveLength(6);
 
-    const fourth = await scheduledAt(server.id, '2026-11-16T05:00:00.000Z');
+    const fourth = await scheduledAt(server.id, '2026-11-16T05:00:00.000Z', app);
     // The two newest automatic ones are the fourth and the third; the first is locked.
     expect(ids(await backupRows(app, server.id))).toEqual([
       handMade,
@@ -306,8 +318,9 @@ describe('applied after a successful automatic backup', () => {
       laterByHand,
       fourth.id,
     ]);
-    expect(archiveExists(app, server.id, second.id)).toBe(false);
-    expect(archiveExists(app, server.id, first.id)).toBe(true);
+    expect(isStored(app, server.id, second.id, format)).toBe(false);
+    for (const kept of [handMade, lockedByHand, first.id, third.id, laterByHand, fourth.id])
+      expect(isStored(app, server.id, kept, format)).toBe(true);
 
     // Recorded as a deletion by the policy, the system's, in the backup job's batch.
     const activity = await serverActivity(app, server.id);
@@ -329,7 +342,9 @@ describe('applied after a successful automatic backup', () => {
       feed.json<{ data: { attributes: { description: string } }[] }>().data[0]?.attributes.description,
     ).toBe(`Deleted backup ${second.name} by the retention policy`);
   });
+});
 
+describe('applied after a successful automatic backup', () => {
   it('daily and weekly: the newest of each day, and of each ISO week', async () => {
     const { server, put } = await setup();
     expect((await put({ keep_daily: 2, keep_weekly: 2 })).statusCode).toBe(200);

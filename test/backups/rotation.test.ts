@@ -7,12 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DisplayError, ForbiddenError } from '../../src/shared/errors.ts';
 import {
-  archiveExists,
   backupRows,
   scheduledBackup,
   serverActivity,
   serverWithLimit,
 } from '../support/automatic-backups.ts';
+import { BACKUP_FORMATS, formatEnv, isStored } from '../support/backup-formats.ts';
 import { expectError } from '../support/expect-error.ts';
 import { bearer, drainJobs, startTestApp, type TestApp } from '../support/harness.ts';
 import { ManualClock } from '../support/manual-clock.ts';
@@ -27,18 +27,24 @@ beforeAll(async () => {
 afterAll(async () => app.close());
 
 /** Makes a schedule's backup an hour after the last one, and runs it. */
-async function nextScheduled(serverId: string) {
+async function nextScheduled(serverId: string, on: TestApp = app) {
   manual.advance(HOUR);
-  return scheduledBackup(app, serverId);
+  return scheduledBackup(on, serverId);
 }
 
-describe('rotation at the backup limit', () => {
+describe.each(BACKUP_FORMATS)('rotation at the backup limit, of %s backups', (format) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ clock: manual.clock, env: formatEnv(format) });
+  });
+  afterAll(async () => app.close());
+
   it('with a limit of 2, a third scheduled backup deletes the oldest: two left, both automatic', async () => {
     const { server, token, base } = await serverWithLimit(app, 2);
-    const first = await nextScheduled(server.id);
-    const second = await nextScheduled(server.id);
-    expect(archiveExists(app, server.id, first.id)).toBe(true);
-    const third = await nextScheduled(server.id);
+    const first = await nextScheduled(server.id, app);
+    const second = await nextScheduled(server.id, app);
+    expect(isStored(app, server.id, first.id, format)).toBe(true);
+    const third = await nextScheduled(server.id, app);
 
     const rows = await backupRows(app, server.id);
     expect(rows.map((r) => r.id)).toEqual([second.id, third.id]);
@@ -46,7 +52,9 @@ describe('rotation at the backup limit', () => {
       [1, 1, 7],
       [1, 1, 7],
     ]);
-    expect(archiveExists(app, server.id, first.id)).toBe(false);
+    expect(isStored(app, server.id, first.id, format)).toBe(false);
+    expect(isStored(app, server.id, second.id, format)).toBe(true);
+    expect(isStored(app, server.id, third.id, format)).toBe(true);
     // The deletion is recorded, as a delete by hand's is (reconcile relies on it).
     const recorded = await app.db.kysely
       .selectFrom('backup_deletions')
@@ -87,7 +95,9 @@ describe('rotation at the backup limit', () => {
     expect(deletion.batch).toBe(activity[5]?.batch);
     expect(activity[5]?.properties).toEqual({ name: third.name, schedule_id: 7, schedule_name: 'nightly' });
   });
+});
 
+describe('rotation at the backup limit', () => {
   it('rotates one backup per run, the oldest unlocked successful one, whoever made it', async () => {
     const { server, token, base } = await serverWithLimit(app, 3);
     manual.advance(HOUR);

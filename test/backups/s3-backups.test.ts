@@ -1,8 +1,10 @@
 /**
- * Backups kept in an S3-compatible store (a real one: s3rver in a temporary directory): made
- * through the API and uploaded in parts as they are compressed, restored by streaming the object
- * (the checksum checked on the same pass), downloaded through presigned URLs that expire, deleted
- * with their backup; an upload cut half-way leaves no object and a failed backup.
+ * Archive backups (AERIE_BACKUP_FORMAT=archive) kept in an S3-compatible store (a real one:
+ * s3rver in a temporary directory): made through the API and uploaded in parts as they are
+ * compressed, restored by streaming the object (the checksum checked on the same pass),
+ * downloaded through presigned URLs that expire, deleted with their backup; an upload cut
+ * half-way leaves no object and a failed backup. Switching the store keeps each backup, of either
+ * format, in the store it was made in.
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
@@ -22,6 +24,7 @@ import {
   writeTree,
   type TreeSpec,
 } from '../support/archives.ts';
+import { BACKUP_FORMATS, formatEnv, storedKey } from '../support/backup-formats.ts';
 import { activityOfServer, postRestore, serverStatus } from '../support/restores.ts';
 import {
   bearer,
@@ -53,7 +56,7 @@ function movableClock() {
 
 async function appOnS3(env: Record<string, string> = {}) {
   const time = movableClock();
-  const app = await startTestApp({ env: { ...s3.env(), ...env }, clock: time.clock });
+  const app = await startTestApp({ env: { ...s3.archiveEnv(), ...env }, clock: time.clock });
   const owner = await createUser(app);
   const server = await createServer(app, owner);
   const { token } = await createApiKey(app, owner);
@@ -113,7 +116,7 @@ const TREE: TreeSpec = {
   'logs/latest.log': 'x'.repeat(10_000),
 };
 
-describe('backups in an S3-compatible store', () => {
+describe('archive backups in an S3-compatible store', () => {
   it('are made through the API as one object, and restore exactly from it', async () => {
     const { app, server, token, base } = await appOnS3();
     try {
@@ -174,7 +177,7 @@ describe('backups in an S3-compatible store', () => {
     const relay = await startRelay(s3.port);
     const time = movableClock();
     const app = await startTestApp({
-      env: { ...s3.env(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5' },
+      env: { ...s3.archiveEnv(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5' },
       clock: time.clock,
     });
     try {
@@ -215,7 +218,11 @@ describe('backups in an S3-compatible store', () => {
   it('send a CRC32 of every part with AERIE_S3_CHECKSUMS=when_supported', async () => {
     const relay = await startRelay(s3.port);
     const app = await startTestApp({
-      env: { ...s3.env(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5', AERIE_S3_CHECKSUMS: 'when_supported' },
+      env: {
+        ...s3.archiveEnv(relay.endpoint),
+        AERIE_S3_PART_SIZE_MB: '5',
+        AERIE_S3_CHECKSUMS: 'when_supported',
+      },
     });
     try {
       const owner = await createUser(app);
@@ -239,7 +246,7 @@ describe('backups in an S3-compatible store', () => {
     const time = movableClock();
     const app = await startTestApp({
       // The store never comes back: the job fails without waiting out a retry window.
-      env: { ...s3.env(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5', AERIE_JOB_RETRY_MINUTES: '0' },
+      env: { ...s3.archiveEnv(relay.endpoint), AERIE_S3_PART_SIZE_MB: '5', AERIE_JOB_RETRY_MINUTES: '0' },
       clock: time.clock,
     });
     try {
@@ -450,10 +457,10 @@ describe('backups in an S3-compatible store', () => {
   });
 });
 
-describe('switching AERIE_BACKUP_STORAGE', () => {
+describe.each(BACKUP_FORMATS)('switching AERIE_BACKUP_STORAGE, with %s backups', (format) => {
   it('keeps each backup in the store it was made in', async () => {
     const time = movableClock();
-    const local = await startTestApp({ clock: time.clock });
+    const local = await startTestApp({ env: formatEnv(format), clock: time.clock });
     try {
       const owner = await createUser(local);
       const server = await createServer(local, owner);
@@ -462,12 +469,12 @@ describe('switching AERIE_BACKUP_STORAGE', () => {
       await writeTree(server.volume, TREE);
       const original = await contents(server.volume);
       const made = await backupThroughApi(local, base, token);
-      expect(made.disk).toBe('local');
+      expect(made).toMatchObject({ disk: 'local', format, is_successful: 1 });
 
       // The same database and data directory, now with S3 storage.
       const onS3 = await startTestApp({
         databaseUrl: local.config.database.url,
-        env: { ...s3.env(), AERIE_DATA_DIR: local.dataDir },
+        env: { ...s3.env(), ...formatEnv(format), AERIE_DATA_DIR: local.dataDir },
         clock: time.clock,
       });
       let inS3: Awaited<ReturnType<typeof backupRow>>;
@@ -481,8 +488,8 @@ describe('switching AERIE_BACKUP_STORAGE', () => {
         expect(await contents(server.volume)).toEqual(original);
         // New backups go to the bucket.
         inS3 = await backupThroughApi(onS3, base, token);
-        expect(inS3).toMatchObject({ disk: 's3', is_successful: 1 });
-        expect(await s3.exists(`${server.id}/${inS3.id}.tar.gz`)).toBe(true);
+        expect(inS3).toMatchObject({ disk: 's3', format, is_successful: 1 });
+        expect(await s3.exists(storedKey(server.id, inS3.id, format))).toBe(true);
       } finally {
         await onS3.close();
       }

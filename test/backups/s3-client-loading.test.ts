@@ -1,7 +1,8 @@
 /**
  * Where the S3 client is loaded (about 20 MB each time): `aerie backup create` uploads from its
- * archive thread, which loads its own, so its main thread never does; `aerie serve` loads it in
- * its main thread while it starts, before the first download link or deletion needs it.
+ * archive thread (an archive backup) or its snapshot thread (a snapshot backup), which loads its
+ * own, so its main thread never does; `aerie serve` loads it in its main thread while it starts,
+ * before the first download link or deletion needs it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { aerieArgv, ROOT } from '../support/aerie-process.ts';
 import { writeTree } from '../support/archives.ts';
+import { BACKUP_FORMATS, formatEnv, storedKey } from '../support/backup-formats.ts';
 import { createServer, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import { startS3, type TestS3 } from '../support/s3.ts';
 import { freePort, until } from '../support/wait.ts';
@@ -74,30 +76,33 @@ function aerieWithProbe(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('the S3 client', () => {
-  it('is not loaded by the main thread of `aerie backup create`, whose archive thread uploads', async () => {
-    const owner = await createUser(app);
-    const server = await createServer(app, owner);
-    await writeTree(server.volume, { 'server.properties': 'motd=hi\n', 'world/level.dat': 'x'.repeat(4096) });
-    const aerie = aerieWithProbe([
-      'backup',
-      'create',
-      '--server',
-      server.identifier,
-      '--name',
-      'cli',
-      '--json',
-    ]);
-    expect(await aerie.exited, aerie.output()).toBe(0);
-    const { uuid } = JSON.parse(aerie.output().slice(aerie.output().indexOf('{'))) as { uuid: string };
-    // The backup is in the bucket…
-    expect(await s3.exists(`${server.id}/${uuid}.tar.gz`)).toBe(true);
-    // …and the main thread never loaded the client (the archive thread has a module cache of its own).
-    const loaded = aerie.loaded();
-    const driver = { sqlite: 'better-sqlite3', postgres: 'pg', mysql: 'mysql2' }[app.db.kind];
-    expect(loaded).toContain(driver); // (the probe sees what was loaded)
-    expect(loaded).not.toContain('@aws-sdk/client-s3');
-    expect(loaded).not.toContain('@aws-sdk/lib-storage');
-  }, 60_000);
+  it.each(BACKUP_FORMATS)(
+    'is not loaded by the main thread of `aerie backup create` making %s backups: the thread that makes one uploads',
+    async (format) => {
+      const owner = await createUser(app);
+      const server = await createServer(app, owner);
+      await writeTree(server.volume, {
+        'server.properties': 'motd=hi\n',
+        'world/level.dat': 'x'.repeat(4096),
+      });
+      const aerie = aerieWithProbe(
+        ['backup', 'create', '--server', server.identifier, '--name', 'cli', '--json'],
+        formatEnv(format),
+      );
+      expect(await aerie.exited, aerie.output()).toBe(0);
+      const { uuid } = JSON.parse(aerie.output().slice(aerie.output().indexOf('{'))) as { uuid: string };
+      // The backup is in the bucket…
+      expect(await s3.exists(storedKey(server.id, uuid, format))).toBe(true);
+      // …and the main thread never loaded the client (the archive or snapshot thread has a module
+      // cache of its own).
+      const loaded = aerie.loaded();
+      const driver = { sqlite: 'better-sqlite3', postgres: 'pg', mysql: 'mysql2' }[app.db.kind];
+      expect(loaded).toContain(driver); // (the probe sees what was loaded)
+      expect(loaded).not.toContain('@aws-sdk/client-s3');
+      expect(loaded).not.toContain('@aws-sdk/lib-storage');
+    },
+    60_000,
+  );
 
   it('is loaded by `aerie serve` while it starts', async () => {
     const port = await freePort();

@@ -1,7 +1,8 @@
 /**
  * AERIE_S3_PUBLIC_ENDPOINT: Aerie talks to the store at AERIE_S3_ENDPOINT (a name only its own
  * network knows, in a real deployment), and signs download links for the public endpoint, where
- * browsers reach it. Here s3rver answers under two names, 127.0.0.1 (public) and a relay (the
+ * browsers reach it. Only an archive backup (AERIE_BACKUP_FORMAT=archive) is downloaded straight
+ * from the store, its object presigned: a snapshot is made into a .tar.gz by Aerie as it is sent. Here s3rver answers under two names, 127.0.0.1 (public) and a relay (the
  * internal endpoint, which notes every request), so the test can tell which one each side used.
  */
 import { createHash, createHmac } from 'node:crypto';
@@ -23,13 +24,13 @@ beforeAll(async () => {
 });
 afterAll(async () => s3.close());
 
-describe('download links with AERIE_S3_PUBLIC_ENDPOINT', () => {
+describe('download links of archive backups with AERIE_S3_PUBLIC_ENDPOINT', () => {
   it('are signed for the public host and download from it; Aerie itself uses AERIE_S3_ENDPOINT', async () => {
     const internal = await startRelay(s3.port);
     // Another name of the same store: what a browser would use.
     const publicEndpoint = `http://localhost:${s3.port}`;
     const app = await startTestApp({
-      env: { ...s3.env(internal.endpoint), AERIE_S3_PUBLIC_ENDPOINT: `${publicEndpoint}/` },
+      env: { ...s3.archiveEnv(internal.endpoint), AERIE_S3_PUBLIC_ENDPOINT: `${publicEndpoint}/` },
     });
     try {
       const owner = await createUser(app);
@@ -85,7 +86,7 @@ describe('download links with AERIE_S3_PUBLIC_ENDPOINT', () => {
   });
 
   it('are signed for AERIE_S3_ENDPOINT when no public endpoint is set', async () => {
-    const app = await startTestApp({ env: s3.env() });
+    const app = await startTestApp({ env: s3.archiveEnv() });
     try {
       const owner = await createUser(app);
       const server = await createServer(app, owner);

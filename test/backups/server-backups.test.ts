@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archiveEntries } from '../support/archives.ts';
+import {
+  BACKUP_FORMATS,
+  downloadedTarGz,
+  formatEnv,
+  isStored,
+  storedPath,
+  tarGzEntries,
+} from '../support/backup-formats.ts';
 import {
   addSubuser,
   bearer,
@@ -27,13 +34,19 @@ interface Backup {
     ignored_files: string[];
     file_count: number | null;
     is_automatic: boolean;
+    format: string;
+    added_bytes: number | null;
   };
 }
 
-describe('backups of a server', () => {
+// Every test runs for both formats of backup (AERIE_BACKUP_FORMAT): what a backup is, how it is
+// listed, locked, deleted, downloaded and guarded does not depend on how it is stored.
+describe.each(BACKUP_FORMATS)('backups of a server, as %s backups', (format) => {
   let app: TestApp;
+  /** How far the app's clock is ahead of the real one (download links expire on it). */
+  let clockAheadMs = 0;
   beforeAll(async () => {
-    app = await startTestApp();
+    app = await startTestApp({ env: formatEnv(format), clock: () => new Date(Date.now() + clockAheadMs) });
   });
   afterAll(async () => app.close());
 
@@ -84,18 +97,23 @@ describe('backups of a server', () => {
     ).json<Backup>().attributes;
     expect(done.is_successful).toBe(true);
     expect(done.completed_at).not.toBeNull();
-    const file = path.join(app.config.backupsDir, server.id, `${started.uuid}.tar.gz`);
-    const bytes = fs.readFileSync(file);
-    expect(done.bytes).toBe(bytes.length);
-    expect(done.sha256_hash).toBe(createHash('sha256').update(bytes).digest('hex'));
-    expect(done.checksum).toBe(`sha256:${done.sha256_hash}`);
-    const entries = await archiveEntries(file);
-    expect(entries).toEqual(expect.arrayContaining(['File:world/level.dat', 'File:server.properties']));
-    expect(entries.some((entry) => entry.includes(':logs'))).toBe(false);
-
+    expect(done.format).toBe(format);
     const recorded = await events(server.id);
     expect(recorded.map((e) => e.event)).toEqual(['server:backup.start', 'server:backup.complete']);
     expect(recorded[0]?.batch).toBe(recorded[1]?.batch);
+
+    // The checksum is the SHA-256 of what is stored: the archive, or the snapshot record.
+    const stored = fs.readFileSync(storedPath(app, server.id, started.uuid, format));
+    expect(done.sha256_hash).toBe(createHash('sha256').update(stored).digest('hex'));
+    expect(done.checksum).toBe(`sha256:${done.sha256_hash}`);
+    // An archive's size is the archive's; a snapshot's, its files' (world/level.dat and
+    // server.properties, logs/latest.log left out).
+    expect(done.bytes).toBe(format === 'archive' ? stored.length : 'level'.length + 'motd=hi'.length);
+    const downloaded = await downloadedTarGz(app, token, server, started.uuid);
+    if (format === 'archive') expect(downloaded.equals(stored)).toBe(true);
+    const entries = await tarGzEntries(downloaded);
+    expect(entries).toEqual(expect.arrayContaining(['File:world/level.dat', 'File:server.properties']));
+    expect(entries.some((entry) => entry.includes(':logs'))).toBe(false);
   });
 
   it('tells how many files a finished backup holds: null while it is made and for older backups', async () => {
@@ -109,11 +127,13 @@ describe('backups of a server', () => {
     const started = res.json<Backup>().attributes;
     // Pterodactyl's attributes, then Aerie's own (which its clients ignore).
     expect(Object.keys(started).sort()).toEqual([
+      'added_bytes',
       'bytes',
       'checksum',
       'completed_at',
       'created_at',
       'file_count',
+      'format',
       'ignored_files',
       'is_automatic',
       'is_locked',
@@ -125,6 +145,7 @@ describe('backups of a server', () => {
     ]);
     expect(started.file_count).toBeNull();
     expect(started.is_automatic).toBe(false);
+    expect(started.format).toBe(format);
     const read = async () =>
       (
         await app.http.inject({ method: 'GET', url: `${base}/${started.uuid}`, headers: bearer(token) })
@@ -185,7 +206,7 @@ describe('backups of a server', () => {
     ).toBe(422);
   });
 
-  it('locks and unlocks a backup, refuses to delete it while locked, then deletes it and its archive', async () => {
+  it('locks and unlocks a backup, refuses to delete it while locked, then deletes it and what it stored', async () => {
     const { server, token, base } = await setup();
     const uuid = (
       await app.http.inject({ method: 'POST', url: base, headers: bearer(token), payload: {} })
@@ -217,13 +238,14 @@ describe('backups of a server', () => {
       headers: bearer(token),
     });
     expect(unlocked.json<Backup>().attributes.is_locked).toBe(false);
+    expect(isStored(app, server.id, uuid, format)).toBe(true);
     const deleted = await app.http.inject({
       method: 'DELETE',
       url: `${base}/${uuid}`,
       headers: bearer(token),
     });
     expect(deleted.statusCode).toBe(204);
-    expect(fs.existsSync(path.join(app.config.backupsDir, server.id, `${uuid}.tar.gz`))).toBe(false);
+    expect(isStored(app, server.id, uuid, format)).toBe(false);
     expect(
       (await app.http.inject({ method: 'GET', url: `${base}/${uuid}`, headers: bearer(token) })).statusCode,
     ).toBe(404);
@@ -253,11 +275,21 @@ describe('backups of a server', () => {
     const download = await app.http.inject({ method: 'GET', url: url.pathname + url.search });
     expect(download.statusCode).toBe(200);
     expect(download.headers['content-disposition']).toBe('attachment; filename="dl.tar.gz"');
-    expect(
-      download.rawPayload.equals(
-        fs.readFileSync(path.join(app.config.backupsDir, server.id, `${uuid}.tar.gz`)),
-      ),
-    ).toBe(true);
+    if (format === 'archive') {
+      // The archive as it is stored.
+      expect(download.rawPayload.equals(fs.readFileSync(storedPath(app, server.id, uuid, 'archive')))).toBe(
+        true,
+      );
+    } else {
+      // A .tar.gz made from the snapshot as it is sent: the volume's files, the same every time.
+      expect((await tarGzEntries(download.rawPayload)).filter((e) => e.startsWith('File:')).sort()).toEqual([
+        'File:logs/latest.log',
+        'File:server.properties',
+        'File:world/level.dat',
+      ]);
+      const again = await app.http.inject({ method: 'GET', url: url.pathname + url.search });
+      expect(again.rawPayload.equals(download.rawPayload)).toBe(true);
+    }
 
     const tokenParam = url.searchParams.get('token') ?? '';
     const tampered = `${tokenParam.slice(0, -2)}${tokenParam.endsWith('A') ? 'BB' : 'AA'}`;
@@ -267,6 +299,15 @@ describe('backups of a server', () => {
     expect(
       (await app.http.inject({ method: 'GET', url: '/download/backup?token=nonsense' })).statusCode,
     ).toBe(403);
+    // The link works for 15 minutes.
+    try {
+      clockAheadMs = 14 * 60_000;
+      expect((await app.http.inject({ method: 'GET', url: url.pathname + url.search })).statusCode).toBe(200);
+      clockAheadMs = 16 * 60_000;
+      expect((await app.http.inject({ method: 'GET', url: url.pathname + url.search })).statusCode).toBe(403);
+    } finally {
+      clockAheadMs = 0;
+    }
     expect((await events(server.id)).map((e) => e.event)).toContain('server:backup.download');
   });
 

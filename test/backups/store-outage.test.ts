@@ -2,11 +2,13 @@
  * Backups and restores while the S3 store is away (s3rver behind a relay that stops listening,
  * so connections are refused): the job waits and tries again, the server keeps its state, and the
  * work completes once the store is back; a store that stays away past the retry window fails the
- * job, with a reason that names the store, and leaves the volume as it was.
+ * job, with a reason that names the store, and leaves the volume as it was. Each for both formats
+ * of backup (AERIE_BACKUP_FORMAT): a whole archive, or a snapshot in the server's repository.
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupOf, contents, snapshot, tempDir, writeTree, type TreeSpec } from '../support/archives.ts';
+import { BACKUP_FORMATS, formatEnv, storedKey, type BackupFormat } from '../support/backup-formats.ts';
 import { activityOfServer, postRestore, restoreJobsOf, serverStatus } from '../support/restores.ts';
 import {
   bearer,
@@ -73,12 +75,15 @@ afterAll(async () => {
   await s3.close();
 });
 
-/** An app on the store through the relay, with a clock the test moves to each retry's time. */
-async function appOnRelay(retryMinutes: string) {
+/**
+ * An app on the store through the relay, making (and importing) backups of `format`, with a
+ * clock the test moves to each retry's time.
+ */
+async function appOnRelay(retryMinutes: string, format: BackupFormat) {
   let offsetMs = 0;
   const clock = () => new Date(Date.now() + offsetMs);
   const app = await startTestApp({
-    env: { ...s3.env(relay.endpoint), AERIE_JOB_RETRY_MINUTES: retryMinutes },
+    env: { ...s3.env(relay.endpoint), ...formatEnv(format), AERIE_JOB_RETRY_MINUTES: retryMinutes },
     clock,
   });
   const owner = await createUser(app);
@@ -105,14 +110,15 @@ async function jobRow(app: TestApp, id: number) {
   return app.db.kysely.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
-describe('a restore while the store is away', () => {
+describe.each(BACKUP_FORMATS)('a restore of a %s backup while the store is away', (format) => {
   it(
     'waits, keeps the server restoring, and completes once the store is back',
     { timeout: 60_000 },
     async () => {
-      const { app, token, server, tryAgain } = await appOnRelay('15');
+      const { app, token, server, tryAgain } = await appOnRelay('15', format);
       try {
         const backup = await importBackup(app, server.id, backupSource.archive);
+        expect(backup.format).toBe(format);
         await writeTree(server.volume, LIVE);
         const before = await snapshot(server.volume);
         await relay.down();
@@ -148,9 +154,10 @@ describe('a restore while the store is away', () => {
     'fails past the retry window, naming the store, and leaves the volume as it was',
     { timeout: 60_000 },
     async () => {
-      const { app, token, server, tryAgain } = await appOnRelay('2');
+      const { app, token, server, tryAgain } = await appOnRelay('2', format);
       try {
         const backup = await importBackup(app, server.id, backupSource.archive);
+        expect(backup.format).toBe(format);
         await writeTree(server.volume, LIVE);
         const before = await snapshot(server.volume);
         await relay.down();
@@ -175,9 +182,9 @@ describe('a restore while the store is away', () => {
   );
 });
 
-describe('a backup while the store is away', () => {
+describe.each(BACKUP_FORMATS)('a %s backup while the store is away', (format) => {
   it('waits, and is stored once the store is back', { timeout: 60_000 }, async () => {
-    const { app, token, server, tryAgain } = await appOnRelay('15');
+    const { app, token, server, tryAgain } = await appOnRelay('15', format);
     try {
       await writeTree(server.volume, BACKUP);
       await relay.down();
@@ -204,11 +211,11 @@ describe('a backup while the store is away', () => {
       expect(await tryAgain(Number(job.id))).toBe('succeeded');
       const row = await app.db.kysely
         .selectFrom('backups')
-        .select(['is_successful', 'completed_at'])
+        .select(['is_successful', 'completed_at', 'format'])
         .where('id', '=', uuid)
         .executeTakeFirstOrThrow();
-      expect(row.is_successful).toBe(1);
-      expect(await s3.exists(`${server.id}/${uuid}.tar.gz`)).toBe(true);
+      expect(row).toMatchObject({ is_successful: 1, format });
+      expect(await s3.exists(storedKey(server.id, uuid, format))).toBe(true);
     } finally {
       await relay.up();
       await app.close();

@@ -94,6 +94,8 @@ describe('the backup summary of each server in the list', () => {
       createdAt: at,
       completedAt: state.outcome === 'running' ? null : at,
       files: null,
+      format: 'archive',
+      addedBytes: null,
       progress: null,
     };
     await app.db.kysely.insertInto('backups').values(toBackupRow(backup)).execute();

@@ -26,6 +26,11 @@ export interface TestS3 {
   uploadsDir: string;
   /** The environment that points Aerie's backup storage at this server (through `endpoint`). */
   env(endpoint?: string): Record<string, string>;
+  /**
+   * `env`, with new backups made as whole archives (AERIE_BACKUP_FORMAT=archive: one object
+   * `<server uuid>/<backup uuid>.tar.gz` each, uploaded in parts), for the tests of that format.
+   */
+  archiveEnv(endpoint?: string): Record<string, string>;
   client: S3Client;
   /** Keys of every object in the bucket. */
   keys(): Promise<string[]>;
@@ -57,6 +62,15 @@ export async function startS3(): Promise<TestS3> {
   addListMultipartUploads(server, uploadsDir);
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
+  const env = (through = endpoint): Record<string, string> => ({
+    AERIE_BACKUP_STORAGE: 's3',
+    AERIE_S3_BUCKET: S3_BUCKET,
+    AERIE_S3_ENDPOINT: through,
+    AERIE_S3_REGION: 'us-east-1',
+    AERIE_S3_FORCE_PATH_STYLE: 'true',
+    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+  });
   const client = new S3Client({
     endpoint,
     region: 'us-east-1',
@@ -69,15 +83,8 @@ export async function startS3(): Promise<TestS3> {
     bucket: S3_BUCKET,
     uploadsDir,
     client,
-    env: (through = endpoint) => ({
-      AERIE_BACKUP_STORAGE: 's3',
-      AERIE_S3_BUCKET: S3_BUCKET,
-      AERIE_S3_ENDPOINT: through,
-      AERIE_S3_REGION: 'us-east-1',
-      AERIE_S3_FORCE_PATH_STYLE: 'true',
-      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-    }),
+    env,
+    archiveEnv: (through = endpoint) => ({ ...env(through), AERIE_BACKUP_FORMAT: 'archive' }),
     keys: async () => {
       const listing = await client.send(new ListObjectsV2Command({ Bucket: S3_BUCKET }));
       return (listing.Contents ?? []).map((object) => object.Key ?? '').sort();

@@ -55,6 +55,8 @@ async function insertBackup(
         createdAt: at,
         completedAt: at,
         files: fields.files ?? null,
+        format: 'archive',
+        addedBytes: null,
         progress: null,
       }),
     )

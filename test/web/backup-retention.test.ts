@@ -45,6 +45,8 @@ async function insertBackup(
         createdAt: stored,
         completedAt: stored,
         files: 1,
+        format: 'archive',
+        addedBytes: null,
         progress: null,
       }),
     )

@@ -40,6 +40,8 @@ async function insertBackup(
         createdAt: at,
         completedAt: at,
         files: null,
+        format: 'archive',
+        addedBytes: null,
         progress: null,
       }),
     )
