@@ -42,28 +42,62 @@ export class BackupRestoreService {
     backup: Backup,
     body: RestoreBody,
   ): Promise<number> {
-    if (!backup.isSuccessful || backup.completedAt === null) {
-      throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
-    }
+    const jobId = await this.queue(context, null, server.id, backup, body);
+    this.deps.changes?.notify(server.id);
+    return jobId;
+  }
+
+  /**
+   * Queues a restore of a backup the caller may restore (the route has checked visibility, the
+   * server's state and the permission, then the body), within the server's restore throttle.
+   */
+  async requestRestore(
+    context: AuthenticatedContext,
+    access: ServerAccess,
+    backup: Backup,
+    body: RestoreBody,
+  ): Promise<void> {
+    assertRestorable(backup); // before the throttle: a refused request is not counted
+    const serverId = access.server.id;
+    await this.deps.throttle.run(serverId, () => this.queue(context, context.actor, serverId, backup, body));
+    this.deps.changes?.notify(serverId);
+  }
+
+  /**
+   * The state change, the job and the audit entry, in one transaction, so of two simultaneous
+   * requests exactly one wins. Claiming the server's status holds its row, as a delete of one of
+   * its backups does first: the backup is looked up again once it is held, so a restore never
+   * starts on a backup a delete has just removed (it is a 404), and a delete that comes after
+   * sees the server restoring (a 409). Returns the job's id.
+   */
+  private async queue(
+    context: RequestContext,
+    actor: AuthenticatedContext['actor'] | null,
+    serverId: string,
+    backup: Backup,
+    body: RestoreBody,
+  ): Promise<number> {
+    assertRestorable(backup);
     const { servers, backups, jobs, activity, transaction, clock } = this.deps;
+    const { truncate } = body;
     const undoBackup = body.undo_backup ?? this.deps.undoBackup;
     const now = toStoredTime(clock());
-    const jobId = await transaction(async (trx) => {
-      if (!(await servers.claimStatus(server.id, 'restoring_backup', now, trx))) {
-        const current = await servers.findByReference(server.id, trx);
+    return transaction(async (trx) => {
+      if (!(await servers.claimStatus(serverId, 'restoring_backup', now, trx))) {
+        const current = await servers.findByReference(serverId, trx);
         throw conflictFor(current?.status ?? 'restoring_backup');
       }
-      if ((await backups.findOfServer(server.id, backup.id, trx)) === undefined) throw new NotFoundError();
+      if ((await backups.findOfServer(serverId, backup.id, trx)) === undefined) throw new NotFoundError();
       const id = await jobs.enqueue(
         {
           kind: 'backup.restore',
           payload: {
-            serverId: server.id,
+            serverId,
             backupId: backup.id,
-            truncate: body.truncate,
+            truncate,
             undoBackup,
-            actorId: null,
-            ip: null,
+            actorId: actor?.user.id ?? null,
+            ip: context.ip,
           },
           batch: context.batch,
         },
@@ -74,10 +108,10 @@ export class BackupRestoreService {
         context,
         {
           event: 'server:backup.restore',
-          actor: null,
-          properties: { name: backup.name, truncate: body.truncate, undo_backup: undoBackup },
+          actor,
+          properties: { name: backup.name, truncate, undo_backup: undoBackup },
           subjects: [
-            { type: 'server', id: server.id },
+            { type: 'server', id: serverId },
             { type: 'backup', id: backup.id },
           ],
         },
@@ -85,70 +119,11 @@ export class BackupRestoreService {
       );
       return id;
     });
-    this.deps.changes?.notify(server.id);
-    return jobId;
   }
+}
 
-  /**
-   * Queues a restore of a backup the caller may restore (the route has checked visibility, the
-   * server's state and the permission, then the body). The state change, the job and the audit
-   * entry are one transaction, so of two simultaneous requests exactly one wins. Claiming the
-   * server's status holds its row, as a delete of one of its backups does first: the backup is
-   * looked up again once it is held, so a restore never starts on a backup a delete has just
-   * removed (it is a 404), and a delete that comes after sees the server restoring (a 409).
-   */
-  async requestRestore(
-    context: AuthenticatedContext,
-    access: ServerAccess,
-    backup: Backup,
-    body: RestoreBody,
-  ): Promise<void> {
-    if (!backup.isSuccessful || backup.completedAt === null) {
-      throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
-    }
-    const { servers, backups, jobs, activity, transaction, clock, throttle } = this.deps;
-    const serverId = access.server.id;
-    const { truncate } = body;
-    const undoBackup = body.undo_backup ?? this.deps.undoBackup;
-    const now = toStoredTime(clock());
-    await throttle.run(serverId, () =>
-      transaction(async (trx) => {
-        if (!(await servers.claimStatus(serverId, 'restoring_backup', now, trx))) {
-          const current = await servers.findByReference(serverId, trx);
-          throw conflictFor(current?.status ?? 'restoring_backup');
-        }
-        if ((await backups.findOfServer(serverId, backup.id, trx)) === undefined) throw new NotFoundError();
-        await jobs.enqueue(
-          {
-            kind: 'backup.restore',
-            payload: {
-              serverId,
-              backupId: backup.id,
-              truncate,
-              undoBackup,
-              actorId: context.actor.user.id,
-              ip: context.ip,
-            },
-            batch: context.batch,
-          },
-          now,
-          trx,
-        );
-        await activity.record(
-          context,
-          {
-            event: 'server:backup.restore',
-            actor: context.actor,
-            properties: { name: backup.name, truncate, undo_backup: undoBackup },
-            subjects: [
-              { type: 'server', id: serverId },
-              { type: 'backup', id: backup.id },
-            ],
-          },
-          trx,
-        );
-      }),
-    );
-    this.deps.changes?.notify(serverId);
+function assertRestorable(backup: Backup): void {
+  if (!backup.isSuccessful || backup.completedAt === null) {
+    throw new BadRequestError('This backup cannot be restored at this time: not completed or failed.');
   }
 }

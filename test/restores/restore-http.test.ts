@@ -258,7 +258,7 @@ describe('the body', () => {
     const [job] = await restoreJobsOf(app, server.id);
     expect(job?.payload.truncate).toBe(false);
     const [entry] = await activityOfServer(app, server.id);
-    expect(entry?.properties).toEqual({ name: 'nightly', truncate: false });
+    expect(entry?.properties).toEqual({ name: 'nightly', truncate: false, undo_backup: true });
   });
 
   it('passes truncate true through to the job and the audit entry', async () => {
@@ -268,6 +268,7 @@ describe('the body', () => {
     expect((await activityOfServer(app, server.id))[0]?.properties).toEqual({
       name: 'nightly',
       truncate: true,
+      undo_backup: true,
     });
   });
 });
@@ -288,6 +289,7 @@ describe('a queued restore', () => {
       serverId: server.id,
       backupId: backup,
       truncate: false,
+      undoBackup: true,
       actorId: users.restorer.user.id,
     });
 
@@ -297,10 +299,10 @@ describe('a queued restore', () => {
       event: 'server:backup.restore',
       batch: res.headers['x-request-id'],
       actor_id: users.restorer.user.id,
-      properties: { name: 'nightly', truncate: false },
+      properties: { name: 'nightly', truncate: false, undo_backup: true },
       subjects: [`backup:${backup}`, `server:${server.id}`],
     });
-    expect(Object.keys(entries[0]?.properties ?? {}).sort()).toEqual(['name', 'truncate']);
+    expect(Object.keys(entries[0]?.properties ?? {}).sort()).toEqual(['name', 'truncate', 'undo_backup']);
 
     // The server is now busy with this very restore.
     is409(await as('owner', server.id, backup, {}), 'restoring_backup');
