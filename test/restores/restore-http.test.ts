@@ -50,7 +50,9 @@ let archive: string;
 const users = {} as Record<Role, { user: User; token: string }>;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // Archive backups, and no undo backup by default (this file is about the request and its job;
+  // the undo backup is tested in test/backups/snapshot-backups.test.ts).
+  app = await startTestApp({ env: { AERIE_BACKUP_FORMAT: 'archive', AERIE_RESTORE_UNDO_BACKUP: 'false' } });
   for (const [role, admin] of [
     ['owner', false],
     ['admin', true],
@@ -258,7 +260,7 @@ describe('the body', () => {
     const [job] = await restoreJobsOf(app, server.id);
     expect(job?.payload.truncate).toBe(false);
     const [entry] = await activityOfServer(app, server.id);
-    expect(entry?.properties).toEqual({ name: 'nightly', truncate: false, undo_backup: true });
+    expect(entry?.properties).toEqual({ name: 'nightly', truncate: false, undo_backup: false });
   });
 
   it('passes truncate true through to the job and the audit entry', async () => {
@@ -268,7 +270,7 @@ describe('the body', () => {
     expect((await activityOfServer(app, server.id))[0]?.properties).toEqual({
       name: 'nightly',
       truncate: true,
-      undo_backup: true,
+      undo_backup: false,
     });
   });
 });
@@ -289,7 +291,7 @@ describe('a queued restore', () => {
       serverId: server.id,
       backupId: backup,
       truncate: false,
-      undoBackup: true,
+      undoBackup: false,
       actorId: users.restorer.user.id,
     });
 
@@ -299,7 +301,7 @@ describe('a queued restore', () => {
       event: 'server:backup.restore',
       batch: res.headers['x-request-id'],
       actor_id: users.restorer.user.id,
-      properties: { name: 'nightly', truncate: false, undo_backup: true },
+      properties: { name: 'nightly', truncate: false, undo_backup: false },
       subjects: [`backup:${backup}`, `server:${server.id}`],
     });
     expect(Object.keys(entries[0]?.properties ?? {}).sort()).toEqual(['name', 'truncate', 'undo_backup']);
