@@ -19,7 +19,7 @@ export const RestoreBodySchema = Type.Object({
   undo_backup: Type.Optional(
     Type.Boolean({
       description:
-        'Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP, on unless turned off).',
+        'Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP).',
     }),
   ),
 });

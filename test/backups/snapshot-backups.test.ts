@@ -41,6 +41,7 @@ import {
   runCli,
   sibling,
   type BackupAttributes,
+  SNAPSHOTS,
 } from '../support/snapshots.ts';
 
 const KIB = 1024;
@@ -54,7 +55,7 @@ let token: string;
 let work: string;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ env: SNAPSHOTS });
   owner = await createUser(app);
   token = (await createApiKey(app, owner)).token;
   work = await tempDir('aerie-snapshots-');

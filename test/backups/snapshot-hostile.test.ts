@@ -45,6 +45,7 @@ import {
   type Planted,
   type RawEntry,
   type SnapshotForge,
+  SNAPSHOTS,
 } from '../support/snapshots.ts';
 
 const KIB = 1024;
@@ -55,7 +56,7 @@ let token: string;
 let work: string;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ env: SNAPSHOTS });
   owner = await createUser(app);
   token = (await createApiKey(app, owner)).token;
   work = await tempDir('aerie-hostile-');

@@ -159,12 +159,18 @@ export interface CliRun {
 }
 
 /** Runs `aerie <args>` (a process of its own) on the app's database and data directory. */
+/** Snapshot backups, and the undo backup a restore takes first: what these tests are about. */
+export const SNAPSHOTS: Record<string, string> = {
+  AERIE_BACKUP_FORMAT: 'snapshot',
+  AERIE_RESTORE_UNDO_BACKUP: 'true',
+};
+
 export async function runCli(
   app: TestApp,
   args: string[],
   env: Record<string, string> = {},
 ): Promise<CliRun> {
-  const run = spawnAerie(app, args, env);
+  const run = spawnAerie(app, args, { ...SNAPSHOTS, ...env });
   let stdout = '';
   run.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const code = await run.exited;
@@ -182,7 +188,10 @@ export function jsonRecord<T = Record<string, unknown>>(run: CliRun): T {
  * format, say): what a restart with other settings gives. Its close leaves both in place.
  */
 export function sibling(app: TestApp, env: Record<string, string>): Promise<TestApp> {
-  return startTestApp({ databaseUrl: app.config.database.url, env: { AERIE_DATA_DIR: app.dataDir, ...env } });
+  return startTestApp({
+    databaseUrl: app.config.database.url,
+    env: { AERIE_DATA_DIR: app.dataDir, ...SNAPSHOTS, ...env },
+  });
 }
 
 /** The directory of a server's snapshot repository on local disk. */

@@ -1617,7 +1617,7 @@ export interface paths {
              * @default false
              */
             truncate: boolean;
-            /** @description Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP, on unless turned off). */
+            /** @description Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP). */
             undo_backup?: boolean;
           };
         };
