@@ -498,20 +498,18 @@ export class BackupManagementService {
     if (!backup.isSuccessful) {
       throw new DisplayError('This backup cannot be downloaded: not completed or failed.');
     }
-    // A snapshot is made into a .tar.gz by Aerie as it is sent: there is no object to presign.
-    const presigned =
+    const store = this.deps.storageOf(backup.disk);
+    // A snapshot is made into a .tar.gz by Aerie as it is sent: there is no object to presign;
+    // its store must be one this process can read, as an archive's must.
+    const presigned = await (
       backup.format === 'snapshot'
-        ? null
-        : await this.deps
-            .storageOf(backup.disk)
-            .downloadUrl(backup.serverId, backup.id, DOWNLOAD_LINK_SECONDS, downloadName(backup))
-            .catch((error: unknown) => {
-              if (error instanceof ArchiveError)
-                throw new DisplayError(
-                  'This backup cannot be downloaded: its archive is not available here.',
-                );
-              throw error;
-            });
+        ? Promise.resolve().then(() => (store.repository(backup.serverId), null))
+        : store.downloadUrl(backup.serverId, backup.id, DOWNLOAD_LINK_SECONDS, downloadName(backup))
+    ).catch((error: unknown) => {
+      if (error instanceof ArchiveError)
+        throw new DisplayError('This backup cannot be downloaded: its archive is not available here.');
+      throw error;
+    });
     const expires = Math.floor(this.deps.clock().getTime() / 1000) + DOWNLOAD_LINK_SECONDS;
     const link: DownloadLink =
       presigned !== null
