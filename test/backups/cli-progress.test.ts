@@ -62,6 +62,14 @@ describe('backup create and import on a terminal', () => {
     );
     expect(out).not.toMatch(/files, /);
     const record = JSON.parse(out.trim()) as Record<string, unknown>;
-    expect(Object.keys(record).sort()).toEqual(['bytes', 'checksum', 'name', 'uuid']);
+    expect(Object.keys(record).sort()).toEqual([
+      'added_bytes',
+      'bytes',
+      'checksum',
+      'files',
+      'format',
+      'name',
+      'uuid',
+    ]);
   });
 });
