@@ -788,7 +788,7 @@ export class BackupManagementService {
     heartbeat.unref();
     let stored = false;
     try {
-      const made = await write(backup, (p) => progress.report(toCounts(p), p.phase));
+      const made = await write(backup, (p) => progress.report(toCounts(p, format), p.phase));
       stored = true;
       clearInterval(heartbeat);
       await progress.stop();

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import { PROGRESS_INTERVAL_MS, type Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRef, BackupRepository } from './backup.repository.ts';
+import type { BackupFormat } from './backup.ts';
 
 export type ProgressOperation = 'backup' | 'restore';
 
@@ -99,6 +100,11 @@ export class ProgressReporter {
     }
     if (done.bytes !== undefined) this.state.bytesDone = done.bytes;
     if (done.files !== undefined) this.state.filesDone = done.files;
+    // A total known beforehand can be an estimate (a snapshot backup counts against the last
+    // snapshot's totals, and the volume may have grown since): it never shows less than is done.
+    const { bytesTotal, filesTotal } = this.state;
+    if (bytesTotal !== null) this.state.bytesTotal = Math.max(bytesTotal, this.state.bytesDone);
+    if (filesTotal !== null) this.state.filesTotal = Math.max(filesTotal, this.state.filesDone);
     this.dirty = true;
     this.schedule();
   }
@@ -199,8 +205,13 @@ export function threadProgressInterval(writeIntervalMs: number): number {
   return Math.min(PROGRESS_INTERVAL_MS, writeIntervalMs);
 }
 
-/** A thread's report as a job's progress counts it: bytes of the archive, and files. */
-export function toCounts(progress: Progress): { bytes?: number; files: number } {
+/**
+ * A thread's report as a job's progress counts it, in the unit of the backup's `bytes` (what its
+ * totals are): an archive counts the bytes of the archive written or read; a snapshot counts the
+ * bytes of the files it covers (a file unchanged since the last snapshot counts whole, unread).
+ */
+export function toCounts(progress: Progress, format: BackupFormat): { bytes?: number; files: number } {
+  if (format === 'snapshot') return { files: progress.files, bytes: progress.bytes };
   return {
     files: progress.files,
     ...(progress.archiveBytes === undefined ? {} : { bytes: progress.archiveBytes }),

@@ -92,7 +92,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
         ignored: backup.ignoredFiles,
         signal: job.signal,
         progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
-        onProgress: (p) => progress.report(toCounts(p), p.phase),
+        onProgress: (p) => progress.report(toCounts(p, 'archive'), p.phase),
       });
       await fromStore(() => this.deps.storage.keep(serverId, backupId, target));
       await progress.stop();
@@ -128,7 +128,7 @@ export class BackupArchiveJob implements JobHandler<Payload> {
       const made = await snapshots.take(backup, parent, {
         signal: job.signal,
         progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
-        onProgress: (p) => progress.report(toCounts(p), p.phase),
+        onProgress: (p) => progress.report(toCounts(p, 'snapshot'), p.phase),
       });
       await progress.stop();
       await this.completed(job, backup, made);

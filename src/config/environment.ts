@@ -254,13 +254,13 @@ const EventStreams = Type.Object(
 
 const BackupStorage = Type.Object(
   {
-    AERIE_BACKUP_FORMAT: choice(['snapshot', 'archive'], 'archive', {
+    AERIE_BACKUP_FORMAT: choice(['snapshot', 'archive'], 'snapshot', {
       description:
-        'How new backups are stored: `snapshot`, deduplicated (each backup stores only the chunks that changed since the last; see [Snapshot backups](snapshots.md)), or `archive`, a whole `.tar.gz` per backup. Backups of either kind stay usable whatever this says. (`archive` stays the default until the last test suites run against snapshots.)',
+        'How new backups are stored: `snapshot`, deduplicated (each backup stores only the chunks that changed since the last; see [Snapshot backups](snapshots.md)), or `archive`, a whole `.tar.gz` per backup. Backups of either kind stay usable whatever this says.',
     }),
-    AERIE_RESTORE_UNDO_BACKUP: flag(false, {
+    AERIE_RESTORE_UNDO_BACKUP: flag(true, {
       description:
-        "Before a restore replaces any file, take a snapshot of the server's files as they are and keep it as an automatic backup named for the restore, so that the restore can be undone (nearly free: only what changed since the last snapshot is stored). A restore request's `undo_backup` overrides it. (Off by default until the last test suites run with it.)",
+        "Before a restore replaces any file, take a snapshot of the server's files as they are and keep it as an automatic backup named for the restore, so that the restore can be undone (nearly free: only what changed since the last snapshot is stored). A restore request's `undo_backup` overrides it.",
     }),
     AERIE_BACKUP_STORAGE: choice(['local', 's3'], 'local', {
       description:

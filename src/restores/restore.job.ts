@@ -154,7 +154,7 @@ export class RestoreJob implements JobHandler<Payload> {
             signal: job.signal,
             progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
           },
-          (p) => progress.report(toCounts(p), p.phase),
+          (p) => progress.report(toCounts(p, backup.format), p.phase),
         );
       const report =
         backup.format === 'snapshot' && this.deps.snapshots !== undefined

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
 import { tarGzOf, tempDir, writeTree } from '../support/archives.ts';
-import { serverStatus, storedArchive } from '../support/restores.ts';
+import { storedPath } from '../support/backup-formats.ts';
+import { serverStatus } from '../support/restores.ts';
 import {
   createApiKey,
   createServer,
@@ -148,7 +149,7 @@ describe('changes to one backup sent at once to two API processes', () => {
       if (deleted.status === 204) {
         expect([404, 409], statuses).toContain(restored.status);
         expect(await backupRow(uuid)).toBeUndefined();
-        expect(await exists(storedArchive(app, server.id, uuid))).toBe(false);
+        expect(await exists(storedPath(app, server.id, uuid, 'snapshot'))).toBe(false);
         expect(await restoreJobsOf(uuid)).toBe(0);
         expect(await serverStatus(app, server.id)).toBeNull();
         expect(await entriesOf(uuid, 'server:backup.delete')).toBe(1);
@@ -161,7 +162,7 @@ describe('changes to one backup sent at once to two API processes', () => {
           errors: [{ code: 'ServerStateConflictException', status: '409' }],
         });
         expect(await backupRow(uuid)).toBeDefined();
-        expect(await exists(storedArchive(app, server.id, uuid))).toBe(true);
+        expect(await exists(storedPath(app, server.id, uuid, 'snapshot'))).toBe(true);
         expect(await restoreJobsOf(uuid)).toBe(1);
         expect(await serverStatus(app, server.id)).toBe('restoring_backup');
         expect(await entriesOf(uuid, 'server:backup.delete')).toBe(0);
@@ -186,7 +187,7 @@ describe('changes to one backup sent at once to two API processes', () => {
         errors: [{ code: 'NotFoundHttpException', status: '404' }],
       });
       expect(await backupRow(uuid)).toBeUndefined();
-      expect(await exists(storedArchive(app, server.id, uuid))).toBe(false);
+      expect(await exists(storedPath(app, server.id, uuid, 'snapshot'))).toBe(false);
       expect(await entriesOf(uuid, 'server:backup.delete')).toBe(1);
       expect(await deletionRecorded(uuid)).toBe(true);
     }

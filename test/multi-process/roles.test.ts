@@ -22,6 +22,7 @@ import {
   serverAvailable,
   type ScratchDatabase,
 } from '../support/dialects.ts';
+import { storedPath } from '../support/backup-formats.ts';
 import { createApiKey, createUser, startTestApp, type TestApp } from '../support/harness.ts';
 import { freePort, until } from '../support/wait.ts';
 
@@ -220,8 +221,10 @@ describe.runIf(available)('two API processes and two workers on one PostgreSQL a
     expect(backups).toHaveLength(30);
     for (const backup of backups) {
       expect(Boolean(backup.is_successful)).toBe(true);
-      const stat = await fs.stat(path.join(app.config.backupsDir, backup.server_id, `${backup.id}.tar.gz`));
-      expect(stat.size).toBe(Number(backup.bytes));
+      // Each is a snapshot in its server's repository, of the server's files.
+      expect(backup.format).toBe('snapshot');
+      await fs.stat(storedPath(app, backup.server_id, backup.id, 'snapshot'));
+      expect([Number(backup.files), Number(backup.bytes)]).toEqual([2, 'server N'.length + 64 * 1024]);
     }
     for (const server of servers) {
       const events = (await eventsOf(server.id)).map((e) => e.event);

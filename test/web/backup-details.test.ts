@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { toBackupRow } from '../../src/backups/backup.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
 import { addSubuser, createServer, createUser } from '../support/harness.ts';
-import { storedArchive } from '../support/restores.ts';
+import { storedPath } from '../support/backup-formats.ts';
 import { checkPage, logIn, RUN_BROWSER_TESTS, usePanel, type PanelServer } from './browser.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -294,22 +294,22 @@ describe.runIf(RUN_BROWSER_TESTS)('the details of backups in the panel', () => {
     await logIn(page, 'ada', PASSWORD, `/servers/${server.identifier}`);
     await expect.poll(() => page.locator('.live').textContent()).toBe('Live');
     await makeBackup(page, 'lost-archive');
-    // Its archive is gone from the store: the restore fails for real, in the worker.
+    // Its snapshot is gone from the store: the restore fails for real, in the worker.
     const { id } = await panel.server.app.db.kysely
       .selectFrom('backups')
       .select('id')
       .where('server_id', '=', server.id)
       .where('name', '=', 'lost-archive')
       .executeTakeFirstOrThrow();
-    fs.rmSync(storedArchive(panel.server.app, server.id, id));
+    fs.rmSync(storedPath(panel.server.app, server.id, id, 'snapshot'));
     const volumeBefore = fs.readFileSync(path.join(server.volume, 'server.properties'), 'utf8');
 
     await restoreThroughPanel(page, 'lost-archive');
     await expect
       .poll(() => restoreNotices(page), { timeout: 30_000 })
-      .toEqual(['Restoring "lost-archive" failed: the backup archive is missing from storage.']);
+      .toEqual(['Restoring "lost-archive" failed: the snapshot of this backup is missing from storage.']);
     expect(await page.locator('.notices .notice-error').allTextContents()).toEqual([
-      'Restoring "lost-archive" failed: the backup archive is missing from storage.',
+      'Restoring "lost-archive" failed: the snapshot of this backup is missing from storage.',
     ]);
     // Nothing says the restore finished (the backup's own "Finished backup" notice may remain).
     expect(

@@ -76,6 +76,19 @@ describe('progressFigures', () => {
     expect(byFiles).toEqual({ percent: 50, secondsLeft: 10, estimated: false });
   });
 
+  it("takes a backup's totals (the last snapshot's) as an estimate, never past 99%, and a restore's as known", () => {
+    const backup = progressFigures(
+      progress(10, { operation: 'backup', bytes_done: 1_000, bytes_total: 1_000 }),
+    );
+    expect(backup).toMatchObject({ percent: 99, estimated: true });
+    const byFiles = progressFigures(progress(10, { operation: 'backup', files_done: 1, files_total: 4 }));
+    expect(byFiles).toMatchObject({ percent: 25, estimated: true });
+    const restore = progressFigures(
+      progress(10, { operation: 'restore', bytes_done: 1_000, bytes_total: 1_000 }),
+    );
+    expect(restore).toMatchObject({ percent: 100, estimated: false });
+  });
+
   it('is almost done when everything has moved, however soon', () => {
     expect(progressFigures(progress(0.5, { bytes_done: 10, bytes_total: 10 })).secondsLeft).toBe(0);
   });

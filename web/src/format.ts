@@ -85,10 +85,11 @@ export function progressFigures(progress: Progress, guessBytes: number | null = 
   let done = 0;
   let total: number | null = null;
   let estimated = false;
+  // A backup's totals, when it has any, are those of the server's last snapshot: an estimate.
   if (progress.bytes_total !== null && progress.bytes_total > 0) {
-    [done, total] = [progress.bytes_done, progress.bytes_total];
+    [done, total, estimated] = [progress.bytes_done, progress.bytes_total, progress.operation === 'backup'];
   } else if (progress.files_total !== null && progress.files_total > 0) {
-    [done, total] = [progress.files_done, progress.files_total];
+    [done, total, estimated] = [progress.files_done, progress.files_total, progress.operation === 'backup'];
   } else if (guessBytes !== null && guessBytes > 0) {
     [done, total, estimated] = [progress.bytes_done, guessBytes, true];
   }
