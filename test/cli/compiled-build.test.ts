@@ -4,7 +4,7 @@
  * the sources, so this tests the code as it is now.
  */
 import { execFile, spawn } from 'node:child_process';
-import { copyFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/aerie-process.ts';
@@ -72,7 +72,7 @@ describe('the compiled build (bin/aerie.js on dist/)', () => {
     await database?.drop();
   });
 
-  it('makes a backup, archived in a worker thread running the compiled module', async () => {
+  it('makes a snapshot backup and extracts it, in worker threads running the compiled modules', async () => {
     const user = await aerie('user', 'create', '--username', 'ops', '--email', 'ops@example.com');
     expect(user.code, user.stderr).toBe(0);
     const created = await aerie('server', 'create', '--owner', 'ops', '--name', 'world', '--json');
@@ -80,12 +80,36 @@ describe('the compiled build (bin/aerie.js on dist/)', () => {
     const server = JSON.parse(created.stdout) as { uuid: string; volume: string };
     await mkdir(path.join(server.volume, 'config'));
     await writeFile(path.join(server.volume, 'config/server.properties'), 'motd=hello\n');
+    const log = '[12:00:00] [Server thread/INFO]: Done (2.1s)! For help, type "help"\n'.repeat(3000);
+    await writeFile(path.join(server.volume, 'latest.log'), log);
 
     const backup = await aerie('backup', 'create', '--server', server.uuid, '--name', 'first', '--json');
     expect(backup.code, backup.stderr).toBe(0);
-    const record = JSON.parse(backup.stdout) as { uuid: string; bytes: number };
-    const archive = await stat(path.join(data, 'backups', server.uuid, `${record.uuid}.tar.gz`));
-    expect(archive.size).toBe(record.bytes);
+    const record = JSON.parse(backup.stdout) as {
+      uuid: string;
+      bytes: number;
+      format: string;
+      added_bytes: number;
+    };
+    expect(record).toMatchObject({ format: 'snapshot', bytes: 'motd=hello\n'.length + log.length });
+    expect(record.added_bytes).toBeLessThan(log.length / 10); // the log went through zstd
+    await stat(path.join(data, 'backups', server.uuid, 'repository', 'snapshots', record.uuid));
+
+    // Chunked, compressed (its own thread), read back and checked (the extract's thread).
+    const to = path.join(data, 'extracted');
+    const extracted = await aerie(
+      'backup',
+      'extract',
+      '--server',
+      server.uuid,
+      '--backup',
+      record.uuid,
+      '--to',
+      to,
+    );
+    expect(extracted.code, extracted.stderr).toBe(0);
+    expect(await readFile(path.join(to, 'config/server.properties'), 'utf8')).toBe('motd=hello\n');
+    expect(await readFile(path.join(to, 'latest.log'), 'utf8')).toBe(log);
   });
 
   it('serves HTTP: answers a request made with a key created on the command line', async () => {
