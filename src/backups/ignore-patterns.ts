@@ -1,5 +1,5 @@
 import ignore from 'ignore';
-import { isText } from '../shared/text.ts';
+import { isText } from '../shared/text-rules.ts';
 
 /** The most an `ignored` text may hold: beyond this a request is refused (422), not truncated. */
 export const IGNORED_LIMITS = { characters: 8192, patterns: 500, patternCharacters: 1024 } as const;
