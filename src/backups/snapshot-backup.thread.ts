@@ -1,34 +1,13 @@
-/** Thread entry for `snapshotVolume`: walks, chunks and stores a volume off the main thread. */
-import { workerData } from 'node:worker_threads';
-import { runThreadWork } from '../shared/thread.ts';
+/**
+ * Thread entry for `snapshotVolume`. It starts the compressing thread first, so that thread loads
+ * while this one loads the walk (each takes about a tenth of a second), then runs the work
+ * (snapshot-backup-work.ts). Both are background work, behind the thread answering HTTP: the
+ * priority is lowered before the compressing thread is made, which takes this thread's.
+ */
 import { lowerThreadPriority } from '../shared/thread-priority.ts';
-import type { Progress } from '../storage/archive/archive.types.ts';
-import { openRepositoryStore } from '../storage/repository/repository-location.ts';
-import { Repository } from '../storage/repository/repository.ts';
-import { takeSnapshot, type SnapshotResult } from '../storage/repository/snapshot-writer.ts';
-import { fromStore } from '../storage/stores/store-unreachable.ts';
-import type { SnapshotVolumeInput } from './snapshot-backup.ts';
-import { ignoreMatcher } from './ignore-patterns.ts';
+import { threadEntry } from '../shared/thread.ts';
+import { startBlobCompressor } from '../storage/repository/blob-compressor.ts';
 
-const input = workerData as SnapshotVolumeInput;
-lowerThreadPriority(); // background work, behind the thread answering HTTP
-runThreadWork<SnapshotResult, Progress>(async (signal, post) => {
-  const store = await openRepositoryStore(input.repository);
-  try {
-    // The only sockets this thread opens are the store's: a network failure here is the store's.
-    const repository = await fromStore(() => Repository.open(store));
-    return await fromStore(() =>
-      takeSnapshot(input.volume, repository, {
-        backupId: input.backupId,
-        parent: input.parent,
-        full: input.full,
-        exclude: ignoreMatcher(input.ignored),
-        signal,
-        ...(input.reportProgress ? { onProgress: post } : {}),
-        ...(input.progressIntervalMs === undefined ? {} : { progressIntervalMs: input.progressIntervalMs }),
-      }),
-    );
-  } finally {
-    await store.close();
-  }
-});
+lowerThreadPriority();
+startBlobCompressor();
+await import(threadEntry(import.meta.url, './snapshot-backup-work').href);

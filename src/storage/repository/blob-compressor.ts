@@ -182,6 +182,31 @@ interface Slab {
   compressed: boolean;
 }
 
+/** A compressor started ahead of need (see startBlobCompressor), for the first writer to take. */
+let started: BlobCompressor | null = null;
+
+/**
+ * Starts a compressing thread now, for the next BlobWriter of this thread to use: its start
+ * (loading its modules) then overlaps other work instead of holding up the first blob.
+ */
+export function startBlobCompressor(): void {
+  started ??= new BlobCompressor();
+}
+
+/** The compressor started ahead of need, if any (then no longer held here), or a new one. */
+export function takeBlobCompressor(): BlobCompressor {
+  const compressor = started ?? new BlobCompressor();
+  started = null;
+  return compressor;
+}
+
+/** Ends the compressor started ahead of need if no writer took it (a snapshot with nothing new). */
+export async function closeUntakenBlobCompressor(): Promise<void> {
+  const compressor = started;
+  started = null;
+  await compressor?.close();
+}
+
 /** A thread that compresses blobs sent to it, one at a time, in order. */
 export class BlobCompressor {
   private readonly thread: Worker;

@@ -19,7 +19,7 @@ import { createHash, hash } from 'node:crypto';
 import { isMainThread } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
-import { BlobCompressor, BlobDecoder, BufferPool } from './blob-compressor.ts';
+import { BlobDecoder, BufferPool, takeBlobCompressor, type BlobCompressor } from './blob-compressor.ts';
 import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
@@ -312,7 +312,7 @@ export class BlobWriter {
   }
 
   private async encode(kind: BlobKind, id: string, slab: ArrayBuffer, raw: number): Promise<void> {
-    this.compressor ??= new BlobCompressor();
+    this.compressor ??= takeBlobCompressor();
     const encoded = await this.compressor.encode(slab, raw);
     const stored = Buffer.from(encoded.slab, 0, encoded.length);
     this.throwIfFailed();

@@ -7,7 +7,7 @@
  * Incremental: a file whose size, mtime and inode are those it had in the parent snapshot is not
  * read again; its chunk list is taken from the parent's tree. `full` reads every file regardless
  * (a change that kept the metadata is then found too). Runs in a worker thread
- * (snapshot-backup.thread.ts): reads and chunking are synchronous there, compression and
+ * (snapshot-backup-work.ts): reads and chunking are synchronous there, compression and
  * uploads run on libuv's pool meanwhile.
  */
 import { closeSync, fstatSync, lstatSync, openSync, readSync, constants as fsc, type Stats } from 'node:fs';
