@@ -12,15 +12,8 @@ import { mkdir, open, readFile, rm, stat, utimes, writeFile } from 'node:fs/prom
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/users/user.ts';
-import { contents, snapshot, tempDir, writeTree, type NodeInfo, type TreeSpec } from '../support/archives.ts';
-import {
-  createApiKey,
-  createServer,
-  createUser,
-  drainJobs,
-  startTestApp,
-  type TestApp,
-} from '../support/harness.ts';
+import { contents, snapshot, writeTree, type NodeInfo, type TreeSpec } from '../support/archives.ts';
+import { createServer, drainJobs, type TestApp } from '../support/harness.ts';
 import {
   activityOfServer,
   postRestore,
@@ -41,7 +34,8 @@ import {
   runCli,
   sibling,
   type BackupAttributes,
-  SNAPSHOTS,
+  openSnapshotSuite,
+  type SnapshotSuite,
 } from '../support/snapshots.ts';
 
 const KIB = 1024;
@@ -53,18 +47,14 @@ let app: TestApp;
 let owner: User;
 let token: string;
 let work: string;
+let suite: SnapshotSuite | undefined;
 
 beforeAll(async () => {
-  app = await startTestApp({ env: SNAPSHOTS });
-  owner = await createUser(app);
-  token = (await createApiKey(app, owner)).token;
-  work = await tempDir('aerie-snapshots-');
+  suite = await openSnapshotSuite('aerie-snapshots-');
+  ({ app, owner, token, work } = suite);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await rm(work, { recursive: true, force: true });
-});
+afterAll(async () => suite?.close());
 
 /** A small volume of real files: random content (a few chunks), modes, nesting, an empty directory. */
 function volumeSpec(): TreeSpec {

@@ -22,8 +22,8 @@ import { RepositoryLocks } from '../../src/backups/repository-locks.ts';
 import { ConflictError } from '../../src/shared/errors.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
 import { spawnAerie, type AerieProcess } from '../support/aerie-process.ts';
-import { contents, tempDir, writeTree, type NodeInfo } from '../support/archives.ts';
-import { createApiKey, createServer, createUser, startTestApp, type TestApp } from '../support/harness.ts';
+import { contents, writeTree, type NodeInfo } from '../support/archives.ts';
+import { createServer, createUser, type TestApp } from '../support/harness.ts';
 import {
   deleteBackup,
   jsonRecord,
@@ -31,6 +31,8 @@ import {
   runCli,
   SNAPSHOTS,
   type CliRun,
+  openSnapshotSuite,
+  type SnapshotSuite,
 } from '../support/snapshots.ts';
 
 const KIB = 1024;
@@ -40,18 +42,14 @@ let app: TestApp;
 let owner: Awaited<ReturnType<typeof createUser>>;
 let token: string;
 let work: string;
+let suite: SnapshotSuite | undefined;
 
 beforeAll(async () => {
-  app = await startTestApp({ env: SNAPSHOTS });
-  owner = await createUser(app);
-  token = (await createApiKey(app, owner)).token;
-  work = await tempDir('aerie-snapshot-concurrency-');
+  suite = await openSnapshotSuite('aerie-snapshot-concurrency-');
+  ({ app, owner, token, work } = suite);
 });
 
-afterAll(async () => {
-  await app?.close();
-  if (work !== undefined) await rm(work, { recursive: true, force: true });
-});
+afterAll(async () => suite?.close());
 
 type Files = Record<string, NodeInfo>;
 

@@ -16,15 +16,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blobId, snapshotKey } from '../../src/storage/repository/repository.ts';
 import type { User } from '../../src/users/user.ts';
-import { snapshot, tempDir, writeTree } from '../support/archives.ts';
-import {
-  createApiKey,
-  createServer,
-  createUser,
-  drainJobs,
-  startTestApp,
-  type TestApp,
-} from '../support/harness.ts';
+import { snapshot, writeTree } from '../support/archives.ts';
+import { createServer, drainJobs, type TestApp } from '../support/harness.ts';
 import {
   activityOfServer,
   postRestore,
@@ -45,7 +38,8 @@ import {
   type Planted,
   type RawEntry,
   type SnapshotForge,
-  SNAPSHOTS,
+  openSnapshotSuite,
+  type SnapshotSuite,
 } from '../support/snapshots.ts';
 
 const KIB = 1024;
@@ -54,18 +48,14 @@ let app: TestApp;
 let owner: User;
 let token: string;
 let work: string;
+let suite: SnapshotSuite | undefined;
 
 beforeAll(async () => {
-  app = await startTestApp({ env: SNAPSHOTS });
-  owner = await createUser(app);
-  token = (await createApiKey(app, owner)).token;
-  work = await tempDir('aerie-hostile-');
+  suite = await openSnapshotSuite('aerie-hostile-');
+  ({ app, owner, token, work } = suite);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await rm(work, { recursive: true, force: true });
-});
+afterAll(async () => suite?.close());
 
 /** What every server's volume holds before the hostile restore: what must still be there after. */
 const LIVE = {

@@ -6,7 +6,7 @@
  * snapshots planted by hand with their backup rows) to damage or forge what storage holds.
  */
 import { randomUUID } from 'node:crypto';
-import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -23,7 +23,8 @@ import {
 import { walkTree } from '../../src/storage/repository/snapshot-reader.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
 import { spawnAerie } from './aerie-process.ts';
-import { bearer, drainJobs, startTestApp, type TestApp } from './harness.ts';
+import { tempDir } from './archives.ts';
+import { bearer, createApiKey, createUser, drainJobs, startTestApp, type TestApp } from './harness.ts';
 
 /** A backup as the API shows it. */
 export interface BackupAttributes {
@@ -158,13 +159,13 @@ export interface CliRun {
   stdout: string;
 }
 
-/** Runs `aerie <args>` (a process of its own) on the app's database and data directory. */
 /** Snapshot backups, and the undo backup a restore takes first: what these tests are about. */
 export const SNAPSHOTS: Record<string, string> = {
   AERIE_BACKUP_FORMAT: 'snapshot',
   AERIE_RESTORE_UNDO_BACKUP: 'true',
 };
 
+/** Runs `aerie <args>` (a process of its own) on the app's database and data directory. */
 export async function runCli(
   app: TestApp,
   args: string[],
@@ -175,6 +176,33 @@ export async function runCli(
   run.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const code = await run.exited;
   return { code, output: run.output(), stdout };
+}
+
+/** What a snapshot test file works with: an app making snapshots, a user with a key, a scratch directory. */
+export interface SnapshotSuite {
+  app: TestApp;
+  owner: Awaited<ReturnType<typeof createUser>>;
+  token: string;
+  work: string;
+  close(): Promise<void>;
+}
+
+/** Starts what a snapshot test file works with (its scratch directory named with `prefix`). */
+export async function openSnapshotSuite(prefix: string): Promise<SnapshotSuite> {
+  const app = await startTestApp({ env: SNAPSHOTS });
+  const owner = await createUser(app);
+  const { token } = await createApiKey(app, owner);
+  const work = await tempDir(prefix);
+  return {
+    app,
+    owner,
+    token,
+    work,
+    close: async () => {
+      await app.close();
+      await rm(work, { recursive: true, force: true });
+    },
+  };
 }
 
 /** The JSON record a `--json` command printed as its last line of stdout. */
