@@ -4,14 +4,16 @@
 #   docker run ... aerie serve --role api  |  aerie worker --node local  |  aerie migrate
 # deploy/compose.yaml runs it beside PostgreSQL, Redis and an S3-compatible store; see docs/deploy.md.
 
-# Build: all dependencies (TypeScript, Vite, and better-sqlite3 with its Node-API binary), compile src/
-# into dist/ and the web panel into dist/web (`npm ci` runs the prepare script, `npm run build`),
+# Build: all dependencies (TypeScript, esbuild, Vite, and better-sqlite3 with its Node-API binary),
+# type-check src/ and bundle it into dist/ (scripts/bundle.ts), the web panel into dist/web (`npm ci`
+# runs the prepare script, `npm run build`),
 # then drop the development dependencies.
 # `npm ci --omit=dev` alone cannot build: the compiler is a development dependency.
 FROM node:24.21.0-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
+COPY scripts/bundle.ts ./scripts/
 COPY src ./src
 # The web panel (React, built by Vite into dist/web; web/vite.config.ts).
 COPY web ./web

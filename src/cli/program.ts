@@ -16,7 +16,7 @@ import { serverUpdateCommand } from './commands/server-update.ts';
 import { userCreateCommand } from './commands/user-create.ts';
 import { userDisableTwoFactorCommand } from './commands/user-disable-2fa.ts';
 import { workerCommand } from './commands/worker.ts';
-import { packageVersion } from './version.ts';
+import { packageVersion } from '../shared/package-root.ts';
 
 /** The `aerie` command line: every command and group, as `aerie --help` lists them. */
 export function aerieProgram(): Command {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { packageRoot } from '../shared/package-root.ts';
 import { errorEnvelope } from './envelope.ts';
 import { frameworkErrorEnvelope } from './error-handler.ts';
 
@@ -13,8 +13,8 @@ import { frameworkErrorEnvelope } from './error-handler.ts';
  * gives it more.
  */
 
-/** dist/web at the package's root, from the sources (src/http) and from the build (dist/http). */
-export const DEFAULT_PANEL_DIR = fileURLToPath(new URL('../../dist/web', import.meta.url));
+/** dist/web at the package's root, from the sources and from the build alike. */
+export const DEFAULT_PANEL_DIR = path.join(packageRoot(), 'dist/web');
 
 /**
  * The panel's own responses allow only its own files: no inline script or style, nothing from

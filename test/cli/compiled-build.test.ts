@@ -7,6 +7,7 @@ import { execFile, spawn } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { entryPoints } from '../../scripts/bundle.ts';
 import { ROOT } from '../support/aerie-process.ts';
 import { tempDir } from '../support/archives.ts';
 import { freePort, untilListening } from '../support/wait.ts';
@@ -35,7 +36,7 @@ async function newestSource(dir: string): Promise<number> {
     if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
     newest = Math.max(newest, (await stat(path.join(entry.parentPath, entry.name))).mtimeMs);
   }
-  for (const config of ['tsconfig.json', 'tsconfig.build.json'])
+  for (const config of ['tsconfig.json', 'tsconfig.build.json', 'scripts/bundle.ts'])
     newest = Math.max(newest, (await stat(path.join(ROOT, config))).mtimeMs);
   return newest;
 }
@@ -130,10 +131,32 @@ describe('the compiled build (bin/aerie.js on dist/)', () => {
       });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { attributes: { username: string } }).attributes.username).toBe('ops');
+      // The panel is found at dist/web from the bundled modules too, whatever their depth.
+      const panel = await fetch(`http://127.0.0.1:${port}/`);
+      expect(panel.status).toBe(200);
+      expect(await panel.text()).toContain('<div id="root">');
+      const version = await aerie('--version');
+      const manifest = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      expect(version.stdout.trim()).toBe(manifest.version);
     } finally {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
+  });
+
+  it('has, flat in dist/, every module the code starts a thread on by name', async () => {
+    const built = new Set(await readdir(path.join(ROOT, 'dist')));
+    const threads = entryPoints().filter((entry) => !entry.endsWith('main.ts'));
+    expect(threads.map((entry) => path.basename(entry))).toEqual(
+      expect.arrayContaining([
+        'backup-archive.thread.ts',
+        'stage-restore.thread.ts',
+        'snapshot-backup-work.ts',
+      ]),
+    );
+    for (const entry of threads) expect(built, entry).toContain(path.basename(entry).replace(/\.ts$/, '.js'));
   });
 
   it('says to run the build, without a stack trace, when dist/ is missing', async () => {
