@@ -4,6 +4,7 @@ import { runThreadWork } from '../shared/thread.ts';
 import type { ExtractReport, Progress } from '../storage/archive/archive.types.ts';
 import { ENTRY_COST, extractArchive } from '../storage/archive/extract.ts';
 import { openSnapshot } from '../storage/repository/open-snapshot.ts';
+import { startBlobVerifier } from '../storage/repository/repository.ts';
 import { extractSnapshot } from '../storage/repository/snapshot-restore.ts';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
 import type { ExtractBackupInput } from './backup-extract.ts';
@@ -20,6 +21,7 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
       withArchiveStream(source, (stream) => extractArchive(stream, directory, limits, onProgress)),
     );
   }
+  startBlobVerifier();
   const { store, repository, record } = await openSnapshot(source.repository, source.backupId, source.sha256);
   try {
     // The record matched the backup's checksum: its totals are the backup's own, and bound what

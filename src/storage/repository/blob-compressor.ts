@@ -155,8 +155,15 @@ export class BlobDecoder {
 
   /** The content of a compressed blob of `raw` bytes; throws if it is not exactly that. */
   decode(stored: Uint8Array, raw: number): Buffer {
-    const { handle, state } = this.native!;
     const content = Buffer.allocUnsafe(raw);
+    this.decodeInto(stored, content);
+    return content;
+  }
+
+  /** Decompresses a blob into `content`, whose length is the blob's; throws unless it fills it exactly. */
+  decodeInto<T extends Uint8Array>(stored: Uint8Array, content: T): T {
+    const { handle, state } = this.native!;
+    const raw = content.length;
     this.failure = null;
     handle.reset();
     handle.writeSync(zlib.constants.ZSTD_e_end, stored, 0, stored.length, content, 0, raw);

@@ -20,6 +20,7 @@ import { isMainThread } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { BlobDecoder, BufferPool, takeBlobCompressor, type BlobCompressor } from './blob-compressor.ts';
+import { BlobVerifier, type BlobFault } from './blob-verifier.ts';
 import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
@@ -100,6 +101,13 @@ export function blobId(bytes: Uint8Array): string {
   return hash('sha256', bytes, 'hex');
 }
 
+/** A blob's content in a buffer of the reading thread's pool (see Repository.readPooledBlob). */
+export interface PooledBlob {
+  content: Buffer;
+  /** Gives the buffer back, for another blob: the content must not be used afterwards. */
+  release(): void;
+}
+
 export class Repository {
   private constructor(
     readonly store: RepositoryStore,
@@ -162,6 +170,54 @@ export class Repository {
     return checkBlob(id, where, stored);
   }
 
+  /**
+   * A blob's content, checked as readBlob checks it, in a buffer to give back with `release`
+   * once the content has been used (written out): a reader of many blobs then reuses a few
+   * buffers instead of asking the system for fresh memory for each blob. In a worker thread (a
+   * restore's, an extract's), decompressing and hashing run in a thread beside it (BlobVerifier),
+   * so that the blobs read ahead are checked while the reader writes files.
+   */
+  async readPooledBlob(id: string): Promise<PooledBlob> {
+    const where = this.blobs.get(id);
+    if (where === undefined) throw new DamagedRepository(`blob ${id} is in no pack of the index`, id);
+    if (isMainThread || where.length > SLAB_BYTES || where.raw > SLAB_BYTES)
+      return { content: await this.readBlob(id), release: () => undefined };
+    verifier ??= new BlobVerifier();
+    const input = readPool.take();
+    let length: number;
+    try {
+      length = await this.store.getRangeInto(
+        packKey(where.pack),
+        where.offset,
+        Buffer.from(input, 0, where.length),
+      );
+    } catch (error) {
+      readPool.give(input);
+      if (error instanceof RepositoryMissing) {
+        throw new DamagedRepository(`pack ${where.pack} is missing (it holds blob ${id})`, where.pack);
+      }
+      throw error;
+    }
+    if (length !== where.length) {
+      readPool.give(input);
+      throw damagedBlob(id, where, 'the pack is shorter than its index says');
+    }
+    const output = where.compressed ? readPool.take() : null;
+    const reply = await verifier.verify(
+      { id, compressed: where.compressed, raw: where.raw, length },
+      input,
+      output,
+    );
+    // The content is in the output buffer when the blob was compressed, else in the input.
+    const [content, spare] = reply.output === null ? [reply.input, null] : [reply.output, reply.input];
+    if (spare !== null) readPool.give(spare);
+    if (reply.fault !== null) {
+      readPool.give(content);
+      throw damagedBlob(id, where, BLOB_FAULTS[reply.fault]);
+    }
+    return { content: Buffer.from(content, 0, where.raw), release: () => readPool.give(content) };
+  }
+
   async readTree(id: string): Promise<Tree> {
     return decodeTree(id, await this.readBlob(id));
   }
@@ -212,6 +268,22 @@ function reclaimRead(bytes: number): void {
   collectGarbage('young');
 }
 
+/**
+ * This thread's checking thread, for the blobs it reads pooled (not made until one is read; never
+ * in the main thread, whose reads are downloads: its decompression runs on libuv's pool).
+ */
+let verifier: BlobVerifier | undefined;
+/**
+ * Starts this thread's checking thread now (not in the main thread), so that its start overlaps
+ * the loading of the index and trees instead of holding up the first chunk.
+ */
+export function startBlobVerifier(): void {
+  if (!isMainThread) verifier ??= new BlobVerifier();
+}
+
+/** Buffers blobs are read into and decompressed into (see readPooledBlob). */
+const readPool = new BufferPool(SLAB_BYTES);
+
 /** This thread's decoder (not made until a blob is read; never in the main thread). */
 let decoder: BlobDecoder | null | undefined;
 
@@ -228,21 +300,28 @@ async function decompressBlob(stored: Buffer, raw: number): Promise<Buffer> {
   return decompress(stored, { chunkSize: Math.max(raw, 1024), maxOutputLength: Math.max(raw, 1) });
 }
 
+const BLOB_FAULTS: Record<BlobFault, string> = {
+  corrupt: 'its compressed data is corrupt',
+  mismatch: 'its content does not match its hash',
+};
+
+function damagedBlob(id: string, where: BlobLocation, why: string): DamagedRepository {
+  return new DamagedRepository(`blob ${id} in pack ${where.pack} is damaged: ${why}`, where.pack);
+}
+
 /** Checks a blob's stored bytes against its index entry and id; returns its content. */
 export async function checkBlob(id: string, where: BlobLocation, stored: Buffer): Promise<Buffer> {
-  const damaged = (why: string) =>
-    new DamagedRepository(`blob ${id} in pack ${where.pack} is damaged: ${why}`, where.pack);
-  if (stored.length !== where.length) throw damaged('the pack is shorter than its index says');
+  if (stored.length !== where.length) throw damagedBlob(id, where, 'the pack is shorter than its index says');
   let content: Buffer;
   if (where.compressed) {
     try {
       content = await decompressBlob(stored, where.raw);
     } catch {
-      throw damaged('its compressed data is corrupt');
+      throw damagedBlob(id, where, BLOB_FAULTS.corrupt);
     }
   } else content = stored;
   if (content.length !== where.raw || blobId(content) !== id)
-    throw damaged('its content does not match its hash');
+    throw damagedBlob(id, where, BLOB_FAULTS.mismatch);
   reclaimRead(content.length);
   return content;
 }

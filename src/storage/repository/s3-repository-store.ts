@@ -119,6 +119,12 @@ export class S3RepositoryStore implements RepositoryStore {
    * `length` bytes from `offset`, or fewer when the object ends sooner (as a local file reads):
    * the caller checks what it got against what it expected.
    */
+  async getRangeInto(key: string, offset: number, target: Uint8Array): Promise<number> {
+    const bytes = (await this.getRange(key, offset, target.length)).subarray(0, target.length);
+    target.set(bytes);
+    return bytes.length;
+  }
+
   async getRange(key: string, offset: number, length: number): Promise<Buffer> {
     if (length <= 0) {
       // A range cannot be empty; the object must still be there.

@@ -6,7 +6,7 @@
  * download waits on storage as little as it can while memory stays bounded whatever the size.
  */
 import { DamagedRepository, type FileNode, type TreeNode } from './tree.ts';
-import type { Repository } from './repository.ts';
+import type { PooledBlob, Repository } from './repository.ts';
 
 /** Bytes of chunks fetched ahead of the reader, at most (beyond the one being read). */
 const AHEAD_BYTES = 48 * 1024 * 1024;
@@ -35,13 +35,25 @@ export async function* walkTree(
   }
 }
 
+export interface ReadOptions {
+  /**
+   * Chunks are read into buffers that are used again: a chunk handed on is valid only until the
+   * reader asks for the next one (for a reader that writes each chunk out before going on).
+   */
+  reuseBuffers?: boolean;
+}
+
 /**
  * Every entry of the snapshot whose root tree is `treeId`, with its content read ahead. A file
  * whose chunks the index does not know, or whose chunks do not add up to its size, fails at
  * that file with a DamagedRepository that names it, before any of its content is handed on.
  */
-export async function* readSnapshot(repository: Repository, treeId: string): AsyncGenerator<SnapshotEntry> {
-  const ahead = new ReadAhead(repository);
+export async function* readSnapshot(
+  repository: Repository,
+  treeId: string,
+  options: ReadOptions = {},
+): AsyncGenerator<SnapshotEntry> {
+  const ahead = new ReadAhead(repository, options.reuseBuffers === true);
   const walk = walkTree(repository, treeId);
   try {
     for (;;) {
@@ -69,7 +81,7 @@ interface Queued {
   rel: string;
   node: TreeNode;
   /** Chunk reads started, in order; those not started yet follow. */
-  reads: Promise<Buffer>[];
+  reads: Promise<PooledBlob>[];
   sizes: number[];
 }
 
@@ -79,7 +91,15 @@ class ReadAhead {
   private bytes = 0;
   private reads = 0;
 
-  constructor(private readonly repository: Repository) {}
+  constructor(
+    private readonly repository: Repository,
+    private readonly reuseBuffers: boolean,
+  ) {}
+
+  private read(id: string): Promise<PooledBlob> {
+    if (this.reuseBuffers) return this.repository.readPooledBlob(id);
+    return this.repository.readBlob(id).then((content) => ({ content, release: () => undefined }));
+  }
 
   wantsMore(): boolean {
     return !this.done && this.queue.length < 256 && this.bytes < AHEAD_BYTES && this.reads < AHEAD_READS;
@@ -111,7 +131,7 @@ class ReadAhead {
         const size = item.sizes[index]!;
         this.bytes += size;
         this.reads += 1;
-        const read = this.repository.readBlob(chunks[index]!).then(
+        const read = this.read(chunks[index]!).then(
           (content) => {
             this.reads -= 1;
             return content;
@@ -156,7 +176,8 @@ class ReadAhead {
           ahead.bytes -= item.sizes[index]!;
           item.reads[index] = DONE;
           ahead.start();
-          yield chunk;
+          yield chunk.content;
+          chunk.release(); // the reader asked for more: it is done with this one
         }
       } finally {
         release(); // chunks not read (the reader stopped early) go back to the budget
@@ -188,7 +209,7 @@ class ReadAhead {
   }
 }
 
-const DONE: Promise<Buffer> = Promise.resolve(Buffer.alloc(0));
+const DONE: Promise<PooledBlob> = Promise.resolve({ content: Buffer.alloc(0), release: () => undefined });
 
 /** Each chunk's raw size, from the index; a file they do not add up for is damaged. */
 function chunkSizes(repository: Repository, rel: string, node: FileNode): number[] {

@@ -34,7 +34,8 @@ export async function extractSnapshot(
     return await extractEntries(
       async (onEntry, onRead) => {
         const paths = new EntryPaths();
-        for await (const entry of readSnapshot(repository, treeId)) {
+        // Each chunk is written out before the next is asked for: its buffer can be used again.
+        for await (const entry of readSnapshot(repository, treeId, { reuseBuffers: true })) {
           limits.signal?.throwIfAborted();
           const rel = checkEntryPath(entry.rel);
           if (rel !== entry.rel || rel === '')

@@ -7,6 +7,7 @@ import { stageRestore, type StageOptions } from './restore-files.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
 import { fromStore } from '../stores/store-unreachable.ts';
 import { openSnapshot } from '../repository/open-snapshot.ts';
+import { startBlobVerifier } from '../repository/repository.ts';
 import { extractSnapshot } from '../repository/snapshot-restore.ts';
 import type { SnapshotSource } from './stage-restore.ts';
 
@@ -44,6 +45,7 @@ async function stageSnapshot(
   options: StageOptions,
   onProgress: ((p: Progress) => void) | undefined,
 ): Promise<ExtractReport> {
+  startBlobVerifier();
   const { store, repository, record } = await openSnapshot(source.repository, source.backupId, source.sha256);
   try {
     const report = await stageRestore(
