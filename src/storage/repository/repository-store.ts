@@ -29,6 +29,11 @@ export interface RepositoryStore {
    * time as fast as two, and each pack waiting to be put is memory held.
    */
   readonly concurrentPuts?: number;
+  /**
+   * What a writer collects after each pack put (the whole heap unless set): a local write leaves
+   * only the pack's views as garbage, young; an S3 upload's request state lives longer.
+   */
+  readonly collectAfterPut?: 'young' | 'all';
   /** Writes a whole object, made visible only once complete (a crash leaves it absent). */
   put(key: string, parts: readonly Uint8Array[]): Promise<void>;
   /** The whole object; a RepositoryMissing error when it is not there. */
@@ -71,6 +76,7 @@ export class LocalRepositoryStore implements RepositoryStore {
   private readonly made = new Set<string>();
   private readonly unsynced = new Set<string>();
   readonly concurrentPuts = 1;
+  readonly collectAfterPut = 'young';
 
   constructor(readonly root: string) {}
 
