@@ -3,35 +3,25 @@
  * `aerie serve` has) asks for the restore as the API does, and waits until the server's status
  * clears. Prints the milliseconds from the request to that moment.
  *
- *   BENCH_BUILD=<dist dir> [BENCH_UNDO=false] node restore-run.mjs <data dir> <server id> <backup uuid> <truncate: true|false>
+ *   [BENCH_UNDO=false] node <build>/restore-run.js <data dir> <server id> <backup uuid> <truncate: true|false>
  *
- * It runs over Aerie's compiled build (BENCH_BUILD, default dist/: `npm run build` first), as
- * `aerie serve` runs in production. bench/restore.sh runs it transpiled to plain JavaScript, not
- * through a TypeScript loader: the loader would start in the restore's worker thread too, and
- * cost both about 20 MB. A build of an earlier commit (to compare before and after) must sit
- * beside a node_modules.
+ * It runs as production runs, bundled with the program and its thread modules (bench/restore.sh
+ * and bench/snapshot-restore.sh build it: `node --import tsx scripts/bundle.ts --out <build>
+ * bench/restore-run.ts`), as plain JavaScript: a TypeScript loader would start in the restore's
+ * worker thread too, and cost both about 20 MB. To compare with an earlier commit, build it the
+ * same way in a checkout of that commit (one that has scripts/bundle.ts) beside a node_modules.
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-
-type Config = typeof import('../src/config.ts');
-type Connection = typeof import('../src/db/connection.ts');
-type Services = typeof import('../src/services.ts');
-type CounterStore = typeof import('../src/shared/counter-store.ts');
-type Time = typeof import('../src/shared/time.ts');
+import { loadConfig } from '../src/config.ts';
+import { connect } from '../src/db/connection.ts';
+import { createServices } from '../src/services.ts';
+import { MemoryCounterStore } from '../src/shared/counter-store.ts';
+import { systemClock } from '../src/shared/time.ts';
 
 const [dataDir, serverId, backupUuid, truncate] = process.argv.slice(2);
 if (dataDir === undefined || serverId === undefined || backupUuid === undefined)
   throw new Error('usage: restore-run.ts DATA_DIR SERVER_ID BACKUP_UUID [true|false]');
-const build = process.env.BENCH_BUILD || fileURLToPath(new URL('../dist', import.meta.url));
-const load = <T>(module: string): Promise<T> =>
-  import(pathToFileURL(path.resolve(build, `${module}.js`)).href) as Promise<T>;
-const { loadConfig } = await load<Config>('config');
-const { connect } = await load<Connection>('db/connection');
-const { createServices } = await load<Services>('services');
-const { MemoryCounterStore } = await load<CounterStore>('shared/counter-store');
-const { systemClock } = await load<Time>('shared/time');
 
 const config = loadConfig({
   AERIE_DATA_DIR: dataDir,

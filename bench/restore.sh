@@ -10,21 +10,23 @@
 #
 #   bash bench/restore.sh [work dir]      (default /tmp/aerie-bench; needs ~5 GiB free)
 #
-# RUNS (default 5) sets the number of rounds. BENCH_BUILD=DIR measures the build in DIR instead
-# of building dist/. BENCH_BEFORE=DIR also runs, in every round, the
-# compiled build in DIR (e.g. an earlier commit's dist/, which must sit beside a node_modules).
+# RUNS (default 5) sets the number of rounds. The measured process is bench/restore-run.ts
+# bundled with the program (`node --import tsx scripts/bundle.ts --out DIR bench/restore-run.ts`,
+# into .bench-dist/restore-run); BENCH_BUILD=DIR measures such a build made elsewhere instead.
+# BENCH_BEFORE=DIR also runs, in every round, the one in DIR (built so in a checkout of an earlier
+# commit, beside a node_modules).
 # BENCH_TREE=DIR BENCH_ARCHIVE=FILE reuse a tree made by bench/make-tree.ts and its tar -czf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${1:-/tmp/aerie-bench}
 RUNS=${RUNS:-5}
-# The restore runs Aerie's compiled build, as `aerie serve` does: dist/, built now, or BENCH_BUILD.
-[ -n "${BENCH_BUILD:-}" ] || npm run build --silent
-AFTER=${BENCH_BUILD:-$PWD/dist}
+# The restore runs bundled, as `aerie serve` does (plain JavaScript, no TypeScript loader).
+AFTER=${BENCH_BUILD:-$PWD/.bench-dist/restore-run}
+if [ -z "${BENCH_BUILD:-}" ]; then
+  rm -rf "$AFTER"
+  node --import tsx scripts/bundle.ts --out "$AFTER" bench/restore-run.ts
+fi
 rm -rf "$WORK" && mkdir -p "$WORK"
-# The measured process runs as plain JavaScript, as `aerie serve` does (no TypeScript loader).
-node_modules/.bin/esbuild bench/restore-run.ts --format=esm --platform=node --log-level=warning \
-  --outfile="$WORK/restore-run.mjs"
 TREE=${BENCH_TREE:-$WORK/src}
 ARCHIVE=${BENCH_ARCHIVE:-$WORK/archive.tar.gz}
 if [ -z "${BENCH_TREE:-}" ]; then
@@ -56,7 +58,7 @@ empty_volume() { find "$VOLUME" -mindepth 1 -delete; }
 full_volume() { empty_volume; cp -a "$TREE/." "$VOLUME/"; }
 restore() { # label, truncate, build dir
   local build=$3
-  BENCH_BUILD=$build measure "$1" node "$WORK/restore-run.mjs" "$WORK/data" "$SERVER" "$BACKUP" "$2"
+  measure "$1" node "$build/restore-run.js" "$WORK/data" "$SERVER" "$BACKUP" "$2"
 }
 
 for run in $(seq 1 "$RUNS"); do

@@ -19,8 +19,10 @@ WORK=${2:-/tmp/aerie-bench-restore}
 npm run build --silent
 rm -rf "$WORK" && mkdir -p "$WORK"
 trap 'kill "${SERVE:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-node_modules/.bin/esbuild bench/restore-run.ts --format=esm --platform=node --log-level=warning \
-  --outfile="$WORK/restore-run.mjs"
+# The API restore's process: bench/restore-run.ts bundled with the program, as dist/ is.
+RUN_BUILD=$PWD/.bench-dist/restore-run
+rm -rf "$RUN_BUILD"
+node --import tsx scripts/bundle.ts --out "$RUN_BUILD" bench/restore-run.ts
 . bench/bench-server.sh
 node --import tsx bench/days-of-play.ts init "$WORK/tree" > /dev/null
 cp -a "$WORK/tree/." "$VOLUME/"
@@ -54,10 +56,9 @@ download() {
 for run in $(seq 1 "$RUNS"); do
   rm -rf "$WORK/x" && mkdir "$WORK/x"
   measure tar-xzf tar -xzf "$WORK/tree.tar.gz" -C "$WORK/x"
-  measure api-restore-no-undo env BENCH_UNDO=false BENCH_BUILD="$PWD/dist" \
-    node "$WORK/restore-run.mjs" "$AERIE_DATA_DIR" "$UUID" "$BACKUP" true
-  measure api-restore-undo env BENCH_BUILD="$PWD/dist" \
-    node "$WORK/restore-run.mjs" "$AERIE_DATA_DIR" "$UUID" "$BACKUP" true
+  measure api-restore-no-undo env BENCH_UNDO=false \
+    node "$RUN_BUILD/restore-run.js" "$AERIE_DATA_DIR" "$UUID" "$BACKUP" true
+  measure api-restore-undo node "$RUN_BUILD/restore-run.js" "$AERIE_DATA_DIR" "$UUID" "$BACKUP" true
   rm -rf "$WORK/x"
   measure aerie-extract node bin/aerie.js backup extract --server "$SERVER" --backup "$BACKUP" --to "$WORK/x"
   [ "$run" != 1 ] || diff -r "$WORK/tree" "$WORK/x" > /dev/null

@@ -4,7 +4,10 @@
  * ~700 (Aerie's own modules, Kysely's and TypeBox's, one file each). `npm run build` runs it after
  * the type check.
  *
- *   node --import tsx scripts/bundle.ts
+ *   node --import tsx scripts/bundle.ts                      dist/, as `npm run build` makes it
+ *   node --import tsx scripts/bundle.ts --out DIR FILE...    the same into DIR, with FILE... as
+ *                                                            entries too (a bench's own program,
+ *                                                            which imports the sources)
  *
  * The layout it keeps, which the code relies on:
  * - every entry and every shared chunk lands flat in dist/, so a thread entry named beside its
@@ -32,9 +35,12 @@ const BUNDLED = new Set(['kysely', '@sinclair/typebox']);
 /** A thread module named beside its caller: `(import.meta.url, './name')`. */
 const THREAD_REFERENCE = /import\.meta\.url,\s*'(\.\/[^']+)'/g;
 
-/** src/main.ts and every module a thread is started on or imports by URL, each its own entry. */
-export function entryPoints(): string[] {
-  const entries = new Set([path.join(SOURCES, 'main.ts')]);
+/**
+ * src/main.ts, every module a thread is started on or imports by URL, and `extra`, each its own
+ * entry (their names must differ: every entry lands flat in the output directory).
+ */
+export function entryPoints(extra: readonly string[] = []): string[] {
+  const entries = new Set([path.join(SOURCES, 'main.ts'), ...extra.map((file) => path.resolve(file))]);
   for (const entry of fs.readdirSync(SOURCES, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
     const file = path.join(entry.parentPath, entry.name);
@@ -65,10 +71,18 @@ const packagesOutside: Plugin = {
   },
 };
 
-async function main(): Promise<void> {
+async function main(args: string[]): Promise<void> {
+  let outdir = OUT;
+  const at = args.indexOf('--out');
+  if (at !== -1) {
+    const dir = args[at + 1];
+    if (dir === undefined) throw new Error('--out needs a directory');
+    outdir = path.resolve(dir);
+    args.splice(at, 2);
+  }
   await build({
-    entryPoints: entryPoints(),
-    outdir: OUT,
+    entryPoints: entryPoints(args),
+    outdir,
     entryNames: '[name]',
     chunkNames: '[name]-[hash]',
     bundle: true,
@@ -82,4 +96,4 @@ async function main(): Promise<void> {
   });
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main(process.argv.slice(2));
