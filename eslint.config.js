@@ -7,7 +7,7 @@ const FEATURES =
   '**/{http,activity,api-keys,auth,backups,restores,server-events,servers,users,ops,metrics}/**';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', '.bench-dist/', 'data/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
