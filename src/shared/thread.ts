@@ -174,3 +174,57 @@ function toThreadError(error: unknown): ThreadError {
   }
   return { message: error.message, name: error.name, fields };
 }
+
+/**
+ * A thread that answers requests, each reply carrying the number of its request (`id`): a
+ * helper beside the thread that made it (a snapshot's compressor, a restore's chunk checker).
+ * Requests are sent with the buffers they move (transferred, not copied); each resolves with its
+ * reply, or rejects once the thread fails or ends. With `idleUnref`, the thread keeps its
+ * owner's event loop alive only while a request waits (it ends with its owner).
+ */
+export class ServingThread<Req extends { id: number }, Rep extends { id: number }> {
+  private readonly thread: Worker;
+  private readonly waiting = new Map<number, { resolve: (reply: Rep) => void; reject: (e: Error) => void }>();
+  private next = 0;
+  private failure: Error | null = null;
+
+  constructor(
+    entry: URL,
+    name: string,
+    private readonly idleUnref = false,
+  ) {
+    this.thread = startThread(entry, null, { maxYoungGenerationSizeMb: 4 });
+    this.thread.on('message', (reply: Rep) => {
+      const waiter = this.waiting.get(reply.id);
+      this.waiting.delete(reply.id);
+      if (this.idleUnref && this.waiting.size === 0) this.thread.unref();
+      waiter?.resolve(reply);
+    });
+    const fail = (error: Error) => {
+      this.failure ??= error;
+      for (const waiter of this.waiting.values()) waiter.reject(error);
+      this.waiting.clear();
+    };
+    this.thread.on('error', fail);
+    this.thread.on('exit', () => fail(new Error(`the ${name} thread ended`)));
+    // After the listeners: adding a 'message' listener refs the thread again.
+    if (idleUnref) this.thread.unref();
+  }
+
+  /** Sends `request` (its `id` set here), moving `transfer` to the thread; resolves with the reply. */
+  request(request: Omit<Req, 'id'>, transfer: ArrayBuffer[]): Promise<Rep> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const message = { ...request, id: this.next++ } as Req;
+    return new Promise<Rep>((resolve, reject) => {
+      if (this.idleUnref && this.waiting.size === 0) this.thread.ref();
+      this.waiting.set(message.id, { resolve, reject });
+      this.thread.postMessage(message, transfer);
+    });
+  }
+
+  /** Ends the thread now (no reply still awaited is answered). */
+  async close(): Promise<void> {
+    this.thread.removeAllListeners('exit');
+    await this.thread.terminate();
+  }
+}

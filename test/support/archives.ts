@@ -9,13 +9,25 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, open, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readlink,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { create as tarCreate, list as tarList } from 'tar';
+import { afterEach } from 'vitest';
 import { entryHeader, padding } from './raw-tar.ts';
 
 export type TreeSpec = Record<string, string | Buffer | FileSpec | DirSpec | LinkSpec>;
@@ -190,4 +202,39 @@ export async function bigTarGzOf(sourceDir: string, file: string): Promise<strin
   }
   await pipeline(Readable.from(all()), createGzip({ level: 0 }), createWriteStream(file));
   return file;
+}
+
+/** Flips the bits `mask` names of the byte at `offset` of `file`, in place, as storage damage would. */
+export async function flipBits(file: string, offset: number, mask = 0x01): Promise<void> {
+  const handle = await open(file, 'r+');
+  try {
+    const byte = Buffer.alloc(1);
+    await handle.read(byte, 0, 1, offset);
+    byte[0] = byte[0]! ^ mask;
+    await handle.write(byte, 0, 1, offset);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * For a test file: what each test asks to undo (`later`), run newest first after it, and
+ * temporary directories (`dir`) removed then.
+ */
+export function undoAfterEach(): {
+  later: (undo: () => Promise<unknown>) => void;
+  dir: (prefix: string) => Promise<string>;
+} {
+  const undos: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const undo of undos.splice(0).reverse()) await undo();
+  });
+  return {
+    later: (undo) => undos.push(undo),
+    dir: async (prefix) => {
+      const dir = await tempDir(prefix);
+      undos.push(() => rm(dir, { recursive: true, force: true }));
+      return dir;
+    },
+  };
 }

@@ -6,7 +6,7 @@
  * snapshots planted by hand with their backup rows) to damage or forge what storage holds.
  */
 import { randomUUID } from 'node:crypto';
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -23,7 +23,7 @@ import {
 import { walkTree } from '../../src/storage/repository/snapshot-reader.ts';
 import { toStoredTime } from '../../src/shared/time.ts';
 import { spawnAerie } from './aerie-process.ts';
-import { tempDir } from './archives.ts';
+import { flipBits, tempDir } from './archives.ts';
 import { bearer, createApiKey, createUser, drainJobs, startTestApp, type TestApp } from './harness.ts';
 
 /** A backup as the API shows it. */
@@ -275,16 +275,7 @@ export async function flipByteInData(repository: string): Promise<{ blob: string
   if (pack === undefined) throw new Error(`no pack in ${repository}`);
   const data = (await packHeader(pack.file)).filter((line) => line[1] === 0);
   const [blob, , offset, length] = data.sort((a, b) => b[3] - a[3])[0]!;
-  const at = offset + Math.floor(length / 2);
-  const handle = await open(pack.file, 'r+');
-  try {
-    const byte = Buffer.alloc(1);
-    await handle.read(byte, 0, 1, at);
-    byte[0] = byte[0]! ^ 0xff;
-    await handle.write(byte, 0, 1, at);
-  } finally {
-    await handle.close();
-  }
+  await flipBits(pack.file, offset + Math.floor(length / 2), 0xff);
   return { blob, pack: pack.id };
 }
 

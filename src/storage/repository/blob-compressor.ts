@@ -5,10 +5,9 @@
  * copied). Compression is zstd, skipped for content that samples say will not shrink (already
  * compressed data: worlds, archives) and kept only where it saves something.
  */
-import type { Worker } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
-import { startThread, threadEntry } from '../../shared/thread.ts';
+import { ServingThread, threadEntry } from '../../shared/thread.ts';
 import { looksIncompressible } from '../archive/compressibility.ts';
 
 /** zstd level 3: on the bench logs, 3× the ratio of deflate level 1, at twice its speed. */
@@ -216,28 +215,10 @@ export async function closeUntakenBlobCompressor(): Promise<void> {
 
 /** A thread that compresses blobs sent to it, one at a time, in order. */
 export class BlobCompressor {
-  private readonly thread: Worker;
-  private readonly waiting = new Map<number, { resolve: (slab: Slab) => void; reject: (e: Error) => void }>();
-  private next = 0;
-  private failure: Error | null = null;
-
-  constructor() {
-    this.thread = startThread(threadEntry(import.meta.url, './blob-compressor.thread'), null, {
-      maxYoungGenerationSizeMb: 4,
-    });
-    this.thread.on('message', (reply: Slab) => {
-      const waiter = this.waiting.get(reply.id);
-      this.waiting.delete(reply.id);
-      waiter?.resolve(reply);
-    });
-    const fail = (error: Error) => {
-      this.failure ??= error;
-      for (const waiter of this.waiting.values()) waiter.reject(error);
-      this.waiting.clear();
-    };
-    this.thread.on('error', fail);
-    this.thread.on('exit', () => fail(new Error('the compression thread ended')));
-  }
+  private readonly thread = new ServingThread<Slab, Slab>(
+    threadEntry(import.meta.url, './blob-compressor.thread'),
+    'compression',
+  );
 
   /**
    * Compresses the first `length` bytes of `slab`, which moves to the thread meanwhile; resolves
@@ -247,18 +228,11 @@ export class BlobCompressor {
     slab: ArrayBuffer,
     length: number,
   ): Promise<{ slab: ArrayBuffer; length: number; compressed: boolean }> {
-    if (this.failure !== null) return Promise.reject(this.failure);
-    const id = this.next++;
-    return new Promise<Slab>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      const request: Slab = { id, slab, length, compressed: false };
-      this.thread.postMessage(request, [slab]);
-    });
+    return this.thread.request({ slab, length, compressed: false }, [slab]);
   }
 
-  async close(): Promise<void> {
-    this.thread.removeAllListeners('exit');
-    await this.thread.terminate();
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }
 

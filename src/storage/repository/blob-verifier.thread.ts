@@ -26,7 +26,7 @@ function faultOf(message: VerifyMessage): BlobFault | null {
   } catch {
     return 'corrupt';
   }
-  return content.length === message.raw && blobId(content) === message.id ? null : 'mismatch';
+  return content.length === message.raw && blobId(content) === message.blob ? null : 'mismatch';
 }
 
 parentPort!.on('message', (message: VerifyMessage) => {

@@ -5,15 +5,15 @@
  * the buffer to decompress into move to the checking thread and back (transferred, never
  * copied), to be used again for the next blob.
  */
-import type { Worker } from 'node:worker_threads';
-import { startThread, threadEntry } from '../../shared/thread.ts';
+import { ServingThread, threadEntry } from '../../shared/thread.ts';
 
 /** Why a blob failed its check. */
 export type BlobFault = 'corrupt' | 'mismatch';
 
 /** What the index says a blob is. */
 export interface BlobFacts {
-  id: string;
+  /** The blob's id (the SHA-256 of its content). */
+  blob: string;
   compressed: boolean;
   /** Bytes of content. */
   raw: number;
@@ -23,7 +23,8 @@ export interface BlobFacts {
 
 /** A blob sent to be checked, and sent back: its buffers, and the fault found, if any. */
 export interface VerifyMessage extends BlobFacts {
-  seq: number;
+  /** The request's number. */
+  id: number;
   /** Holds the stored bytes; the content too when not compressed. */
   input: ArrayBuffer;
   /** Receives the content of a compressed blob. */
@@ -38,50 +39,20 @@ export interface Verified {
   fault: BlobFault | null;
 }
 
-/** A checking thread serving the thread that made it. */
+/** A checking thread serving the thread that made it (not holding it open while idle). */
 export class BlobVerifier {
-  private readonly thread: Worker;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (m: VerifyMessage) => void; reject: (e: Error) => void }
-  >();
-  private next = 0;
-  private failure: Error | null = null;
-
-  constructor() {
-    this.thread = startThread(threadEntry(import.meta.url, './blob-verifier.thread'), null, {
-      maxYoungGenerationSizeMb: 4,
-    });
-    this.thread.on('message', (reply: VerifyMessage) => {
-      const waiter = this.waiting.get(reply.seq);
-      this.waiting.delete(reply.seq);
-      if (this.waiting.size === 0) this.thread.unref();
-      waiter?.resolve(reply);
-    });
-    const fail = (error: Error) => {
-      this.failure ??= error;
-      for (const waiter of this.waiting.values()) waiter.reject(error);
-      this.waiting.clear();
-    };
-    this.thread.on('error', fail);
-    this.thread.on('exit', () => fail(new Error('the blob checking thread ended')));
-    // Idle, the thread does not keep its owner's event loop alive; it ends with its owner. (After
-    // the listeners: adding a 'message' listener refs the thread again.)
-    this.thread.unref();
-  }
+  private readonly thread = new ServingThread<VerifyMessage, VerifyMessage>(
+    threadEntry(import.meta.url, './blob-verifier.thread'),
+    'blob checking',
+    true,
+  );
 
   /**
    * Decompresses (into `output`, when compressed) and hashes the blob whose stored bytes start
    * `input`. Both buffers move to the thread until this resolves with them.
    */
   verify(facts: BlobFacts, input: ArrayBuffer, output: ArrayBuffer | null): Promise<Verified> {
-    if (this.failure !== null) return Promise.reject(this.failure);
-    const seq = this.next++;
-    const message: VerifyMessage = { ...facts, seq, input, output, fault: null };
-    return new Promise<VerifyMessage>((resolve, reject) => {
-      if (this.waiting.size === 0) this.thread.ref();
-      this.waiting.set(seq, { resolve, reject });
-      this.thread.postMessage(message, output === null ? [input] : [input, output]);
-    });
+    const transfer = output === null ? [input] : [input, output];
+    return this.thread.request({ ...facts, input, output, fault: null }, transfer);
   }
 }

@@ -204,7 +204,7 @@ export class Repository {
     }
     const output = where.compressed ? readPool.take() : null;
     const reply = await verifier.verify(
-      { id, compressed: where.compressed, raw: where.raw, length },
+      { blob: id, compressed: where.compressed, raw: where.raw, length },
       input,
       output,
     );

@@ -1,7 +1,7 @@
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../../support/archives.ts';
+import { flipBits, tempDir } from '../../support/archives.ts';
 import { checkRepository, type CheckReport } from '../../../src/storage/repository/check.ts';
 import { LocalRepositoryStore } from '../../../src/storage/repository/repository-store.ts';
 import { packKey, Repository, type BlobLocation } from '../../../src/storage/repository/repository.ts';
@@ -67,16 +67,8 @@ describe('checkRepository', () => {
   }
 
   /** Flips one bit of the byte at `offset` of a pack, in place. */
-  async function flipByte(store: LocalRepositoryStore, pack: string, offset: number): Promise<void> {
-    const file = await open(path.join(store.root, ...packKey(pack).split('/')), 'r+');
-    try {
-      const byte = Buffer.alloc(1);
-      await file.read(byte, 0, 1, offset);
-      byte[0] = byte[0]! ^ 0x10;
-      await file.write(byte, 0, 1, offset);
-    } finally {
-      await file.close();
-    }
+  function flipByte(store: LocalRepositoryStore, pack: string, offset: number): Promise<void> {
+    return flipBits(path.join(store.root, ...packKey(pack).split('/')), offset, 0x10);
   }
 
   it('finds nothing wrong with a sound repository', async () => {

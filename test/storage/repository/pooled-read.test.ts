@@ -6,28 +6,19 @@
  * message readBlob gives, without spoiling the reads after it.
  */
 import { createCipheriv, createHash, randomUUID } from 'node:crypto';
-import { open, rm, truncate, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, rm, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runInThread } from '../../../src/shared/thread.ts';
 import { LocalRepositoryStore } from '../../../src/storage/repository/repository-store.ts';
 import { packKey, Repository } from '../../../src/storage/repository/repository.ts';
 import { takeSnapshot } from '../../../src/storage/repository/snapshot-writer.ts';
 import type { FileNode } from '../../../src/storage/repository/tree.ts';
-import { tempDir } from '../../support/archives.ts';
+import { flipBits, undoAfterEach } from '../../support/archives.ts';
 import type { PooledReadInput, PooledReadOutput } from './fixtures/pooled-read-thread.ts';
 
 const KiB = 1024;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function scratch(prefix: string): Promise<string> {
-  const dir = await tempDir(prefix);
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const undo = undoAfterEach();
 
 /** The same pseudo-random bytes for a seed, every run. */
 function seeded(length: number, seed: string): Buffer {
@@ -50,14 +41,14 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 
 /** A repository holding one snapshot of a volume of random and log files; its file nodes. */
 async function repositoryOf(files: Record<string, Buffer>) {
-  const volume = await scratch('aerie-pooled-volume-');
+  const volume = await undo.dir('aerie-pooled-volume-');
   for (const [rel, content] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(volume, rel)), { recursive: true });
     await writeFile(path.join(volume, rel), content);
   }
-  const root = await scratch('aerie-pooled-repository-');
+  const root = await undo.dir('aerie-pooled-repository-');
   const store = new LocalRepositoryStore(root);
-  cleanups.push(() => store.close());
+  undo.later(() => store.close());
   const repository = await Repository.open(store);
   const { record } = await takeSnapshot(volume, repository, { backupId: randomUUID(), parent: null });
   const tree = await repository.readTree(record.tree);
@@ -78,16 +69,8 @@ async function readInThread(root: string, ids: string[]): Promise<PooledReadOutp
   return output;
 }
 
-async function flipByte(root: string, key: string, offset: number): Promise<void> {
-  const handle = await open(path.join(root, ...key.split('/')), 'r+');
-  try {
-    const byte = Buffer.alloc(1);
-    await handle.read(byte, 0, 1, offset);
-    byte[0] = byte[0]! ^ 0x01;
-    await handle.write(byte, 0, 1, offset);
-  } finally {
-    await handle.close();
-  }
+function flipByte(root: string, key: string, offset: number): Promise<void> {
+  return flipBits(path.join(root, ...key.split('/')), offset);
 }
 
 describe('reading pooled blobs in a worker thread', () => {

@@ -16,7 +16,7 @@ import {
 import { createCipheriv, createHash, randomUUID } from 'node:crypto';
 import { open, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { S3Settings } from '../../../src/config.ts';
 import {
   LocalRepositoryStore,
@@ -38,7 +38,7 @@ import {
   type FileNode,
   type Tree,
 } from '../../../src/storage/repository/tree.ts';
-import { snapshot, tempDir, writeTree, type NodeInfo } from '../../support/archives.ts';
+import { flipBits, snapshot, undoAfterEach, writeTree, type NodeInfo } from '../../support/archives.ts';
 import { startS3, type TestS3 } from '../../support/s3.ts';
 
 const KIB = 1024;
@@ -66,16 +66,8 @@ function s3Settings(): S3Settings {
 }
 
 /** What is undone after each test: temporary directories, stores left open. */
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function scratchDir(prefix: string): Promise<string> {
-  const dir = await tempDir(prefix);
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const undo = undoAfterEach();
+const scratchDir = undo.dir;
 
 /** One kind of store, and how a test reaches behind the repository's back to damage it. */
 interface Backend {
@@ -89,7 +81,7 @@ interface Backend {
 }
 
 function tracked<T extends RepositoryStore>(store: T): T {
-  cleanups.push(() => store.close());
+  undo.later(() => store.close());
   return store;
 }
 
@@ -97,17 +89,8 @@ const local: Backend = {
   name: 'a local directory',
   create: async () => tracked(new LocalRepositoryStore(await scratchDir('aerie-repository-'))),
   reopen: (store) => tracked(new LocalRepositoryStore((store as LocalRepositoryStore).root)),
-  flipByte: async (store, key, offset) => {
-    const handle = await open(path.join((store as LocalRepositoryStore).root, ...key.split('/')), 'r+');
-    try {
-      const byte = Buffer.alloc(1);
-      await handle.read(byte, 0, 1, offset);
-      byte[0] = byte[0]! ^ 0x01;
-      await handle.write(byte, 0, 1, offset);
-    } finally {
-      await handle.close();
-    }
-  },
+  flipByte: (store, key, offset) =>
+    flipBits(path.join((store as LocalRepositoryStore).root, ...key.split('/')), offset),
 };
 
 const onS3: Backend = {
@@ -625,7 +608,7 @@ describe('S3RepositoryStore', () => {
         ...(more ? { NextContinuationToken: String(next) } : {}),
       };
     } as never);
-    cleanups.push(() => Promise.resolve(paging.mockRestore()));
+    undo.later(() => Promise.resolve(paging.mockRestore()));
 
     const store = tracked(
       new S3RepositoryStore(s3Settings(), `${randomUUID()}/repository/`, { pageSize: 3 }),
