@@ -14,6 +14,7 @@ import {
   type RepositoryLocation,
 } from '../storage/repository/repository-location.ts';
 import { openSnapshot } from '../storage/repository/open-snapshot.ts';
+import { saveRestoreBase } from '../storage/repository/restored-tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
 import type { Backup } from './backup.ts';
@@ -79,6 +80,21 @@ export class SnapshotBackups {
       options.signal ? { signal: options.signal } : {},
     );
     return { sha256, bytes: record.bytes, files: record.files, addedBytes: record.added.bytes };
+  }
+
+  /**
+   * Records `tree` (stored by the restore that wrote `backup` onto its server's volume) as the
+   * repository's restore base: the next snapshot compares the volume with it (restored-tree.ts).
+   */
+  async keepRestored(backup: Pick<Backup, 'serverId' | 'disk' | 'id'>, tree: string): Promise<void> {
+    const store = await openRepositoryStore(this.repositoryOf(backup));
+    try {
+      await fromStore(() =>
+        saveRestoreBase(store, { v: 1, backup: backup.id, time: new Date().toISOString(), tree }),
+      );
+    } finally {
+      await store.close();
+    }
   }
 
   /**

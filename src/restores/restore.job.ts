@@ -70,8 +70,12 @@ export interface RestoreJobDeps {
    * Keeps the server's files as they are as an automatic backup named for the restore (once per
    * job: a retried job finds the one it took). Returns that backup.
    */
-  /** Holds a snapshot's repository while it is read (a prune waits meanwhile). */
-  snapshots?: { reading<T>(backup: Backup, work: () => Promise<T>, signal?: AbortSignal): Promise<T> };
+  snapshots?: {
+    /** Holds a snapshot's repository while it is read (a prune waits meanwhile). */
+    reading<T>(backup: Backup, work: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+    /** Records the tree a restore wrote (restored-tree.ts) for the server's next snapshot. */
+    keepRestored(backup: Backup, tree: string): Promise<void>;
+  };
   undo?: {
     takeUndoBackup(
       serverId: string,
@@ -142,6 +146,7 @@ export class RestoreJob implements JobHandler<Payload> {
               repository: this.deps.storageOf(backup.disk).repository(serverId),
               backupId,
               sha256: backup.sha256,
+              keepRestoredTree: this.deps.snapshots !== undefined,
             }
           : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
       const stage = () =>
@@ -172,6 +177,7 @@ export class RestoreJob implements JobHandler<Payload> {
       }
       progress.phase('swapping');
       await swapIn(paths);
+      if (report.restoredTree !== undefined) await this.keepRestored(backup, report.restoredTree);
       await progress.stop();
       await this.finish(job, 'server:backup.restore-complete', {
         name: backup.name,
@@ -183,6 +189,18 @@ export class RestoreJob implements JobHandler<Payload> {
       return { bytes: report.bytes, afterwards: () => emptyTrash(this.deps.volumesDir) };
     } finally {
       if (!recorded) await progress.clear();
+    }
+  }
+
+  /**
+   * Tells the repository what the restore wrote, so that the next snapshot does not read it all
+   * again. Failing costs that next snapshot time, not this restore: logged only.
+   */
+  private async keepRestored(backup: Backup, tree: string): Promise<void> {
+    try {
+      await this.deps.snapshots?.keepRestored(backup, tree);
+    } catch (error) {
+      this.deps.logger.warn({ backup: backup.id, err: error }, 'the restored tree was not recorded');
     }
   }
 

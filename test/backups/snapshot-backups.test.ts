@@ -444,6 +444,107 @@ describe('archive backups made before the switch to snapshots', () => {
   );
 });
 
+/** `aerie backup create` of the server, as its JSON record. */
+async function createWithCli(server: { identifier: string }, name: string, ...flags: string[]) {
+  const run = await runCli(app, [
+    'backup',
+    'create',
+    '--server',
+    server.identifier,
+    '--name',
+    name,
+    ...flags,
+    '--json',
+  ]);
+  expect(run.code, run.output).toBe(0);
+  return jsonRecord<{ uuid: string; format: string; bytes: number; files: number; added_bytes: number }>(run);
+}
+
+/** Rewrites a file in place (same inode, same size) and puts its mtime back: only a read sees it. */
+async function rewriteKeepingMetadata(file: string): Promise<Buffer> {
+  const before = await stat(file);
+  const changed = randomBytes(before.size);
+  const handle = await open(file, 'r+');
+  await handle.write(changed, 0, changed.length, 0);
+  await handle.close();
+  await utimes(file, FIXED_TIME, FIXED_TIME);
+  return changed;
+}
+
+describe('the backup after a restore', () => {
+  it(
+    'does not read again the files the restore wrote (their new inodes are recorded), and reads what changed since',
+    { timeout: 120_000 },
+    async () => {
+      const server = await createServer(app, owner);
+      await writeTree(server.volume, {
+        'data.bin': randomBytes(400 * KIB),
+        'keep/other.bin': randomBytes(200 * KIB),
+      });
+      const file = path.join(server.volume, 'data.bin');
+      for (const name of ['data.bin', 'keep/other.bin'])
+        await utimes(path.join(server.volume, name), FIXED_TIME, FIXED_TIME);
+      const original = await readFile(file);
+      const backup = await createWithCli(server, 'before');
+      const inodeBefore = (await stat(file)).ino;
+
+      const restored = await restoreThroughApi(server, backup.uuid, { truncate: true, undo_backup: false });
+      expect(restored.job.state).toBe('succeeded');
+      expect((await stat(file)).ino).not.toBe(inodeBefore); // written anew
+
+      // A change only a read can see: the next backup keeps what the restore wrote, so it read
+      // nothing (without the restored tree, every file's new inode would have it read them all).
+      await rewriteKeepingMetadata(file);
+      const after = await createWithCli(server, 'after restore');
+      expect(after.added_bytes).toBeLessThan(1024);
+      const { to } = await extractWithCli(server, after.uuid);
+      expect((await readFile(path.join(to, 'data.bin'))).equals(original)).toBe(true);
+
+      // A change the metadata shows is read, restore base or not.
+      await writeFile(file, randomBytes(100 * KIB));
+      const changed = await createWithCli(server, 'changed');
+      expect(changed.added_bytes).toBeGreaterThan(90 * KIB);
+      const extracted = await extractWithCli(server, changed.uuid);
+      expect(await contents(extracted.to)).toEqual(await contents(server.volume));
+    },
+  );
+
+  it.each([
+    ['damaged', true],
+    ['reclaimed by a prune', false],
+  ])(
+    'reads every file when the recorded tree is unusable: %s',
+    { timeout: 120_000 },
+    async (_case, damage) => {
+      const server = await createServer(app, owner);
+      await writeTree(server.volume, { 'data.bin': randomBytes(300 * KIB) });
+      const file = path.join(server.volume, 'data.bin');
+      await utimes(file, FIXED_TIME, FIXED_TIME);
+      const backup = await createWithCli(server, 'before');
+      const restored = await restoreThroughApi(server, backup.uuid, { truncate: true, undo_backup: false });
+      expect(restored.job.state).toBe('succeeded');
+      const repository = repositoryDir(app, server.id);
+      const base = path.join(repository, 'restore-base');
+      expect(JSON.parse(await readFile(base, 'utf8'))).toMatchObject({ v: 1, backup: backup.uuid });
+
+      if (damage) {
+        await writeFile(base, '{"v":1,"tree":"not');
+      } else {
+        // No snapshot names the restored tree: a prune reclaims it.
+        const pruned = await runCli(app, ['backup', 'prune', '--server', server.identifier, '--json']);
+        expect(pruned.code, pruned.output).toBe(0);
+        const { repositories } = jsonRecord<{ repositories: { blobsRemoved: number }[] }>(pruned);
+        expect(repositories[0]!.blobsRemoved).toBeGreaterThan(0);
+      }
+      const changed = await rewriteKeepingMetadata(file);
+      const after = await createWithCli(server, 'after restore');
+      expect(after.added_bytes).toBeGreaterThan(changed.length * 0.9);
+      const { to } = await extractWithCli(server, after.uuid);
+      expect((await readFile(path.join(to, 'data.bin'))).equals(changed)).toBe(true);
+    },
+  );
+});
+
 describe('aerie backup create --full', () => {
   it(
     'reads every file again: a change that kept size, mtime and inode is missed without it, caught with it',
@@ -455,35 +556,12 @@ describe('aerie backup create --full', () => {
       await utimes(file, FIXED_TIME, FIXED_TIME);
       const original = await readFile(file);
 
-      const create = async (name: string, ...flags: string[]) => {
-        const run = await runCli(app, [
-          'backup',
-          'create',
-          '--server',
-          server.identifier,
-          '--name',
-          name,
-          ...flags,
-          '--json',
-        ]);
-        expect(run.code, run.output).toBe(0);
-        return jsonRecord<{
-          uuid: string;
-          format: string;
-          bytes: number;
-          files: number;
-          added_bytes: number;
-        }>(run);
-      };
+      const create = (name: string, ...flags: string[]) => createWithCli(server, name, ...flags);
       const first = await create('first');
       expect(first).toMatchObject({ format: 'snapshot', files: 2, bytes: original.length + 5 });
 
       // Rewritten in place (same inode), same size, and its mtime put back.
-      const changed = randomBytes(original.length);
-      const handle = await open(file, 'r+');
-      await handle.write(changed, 0, changed.length, 0);
-      await handle.close();
-      await utimes(file, FIXED_TIME, FIXED_TIME);
+      const changed = await rewriteKeepingMetadata(file);
 
       const quick = await create('quick');
       expect(quick.added_bytes).toBeLessThan(1024);

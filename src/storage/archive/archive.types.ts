@@ -40,6 +40,11 @@ export interface ExtractReport {
   archiveSha256?: string;
   /** How many more entries were skipped beyond those listed in `skipped` (absent when none). */
   skippedOmitted?: number;
+  /**
+   * A snapshot restored for a restore job: the id of the tree of what was written (restored-tree.ts),
+   * stored in the repository (not yet named by anything), for the job to record once swapped in.
+   */
+  restoredTree?: string;
 }
 
 /** How many entries were skipped in all: those listed plus those only counted. */

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import {
   closeSync,
   fchmodSync,
+  fstatSync,
   futimesSync,
   lstatSync,
   openSync,
@@ -73,6 +74,8 @@ export interface ExtractEntry {
   readonly typeLabel?: string;
   /** The path as the source wrote it, when it differs from `rel`: shown for a skipped entry at ''. */
   readonly sourcePath?: string;
+  /** Told, for a file written, the inode and mtime (ms) it has once its content and time are set. */
+  readonly written?: (inode: number, mtimeMs: number) => void;
 }
 
 /**
@@ -249,6 +252,10 @@ class Extraction {
       fchmodSync(fd, (entry.mode ?? 0o644) & 0o777);
       const mtime = validDate(entry.mtime);
       if (mtime) futimesSync(fd, validDate(entry.atime) ?? mtime, mtime);
+      if (entry.written !== undefined) {
+        const stats = fstatSync(fd);
+        entry.written(stats.ino, stats.mtimeMs);
+      }
     } catch (err) {
       throw fsFailure(err, rel);
     } finally {

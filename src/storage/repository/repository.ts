@@ -8,6 +8,8 @@
  *                             the whole pack.
  *   index/<id>                which blobs each pack holds (the packs' headers, gathered), JSON.
  *   snapshots/<backup uuid>   the snapshot record: root tree id, parent, totals (JSON).
+ *   restore-base              the tree the server's last restore wrote (restored-tree.ts): what
+ *                             the next snapshot compares the volume with when it is the newest.
  *
  * A blob's id is the SHA-256 of its raw content; every blob read is hashed again and compared,
  * so damage anywhere in storage is found before a byte of it is used. Writes go in the order

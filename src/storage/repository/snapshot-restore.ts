@@ -15,13 +15,15 @@ import {
 import { checkEntryPath, EntryPaths } from '../archive/archive-reader.ts';
 import { extractEntries, type ExtractEntry } from '../archive/extract.ts';
 import type { Repository } from './repository.ts';
+import type { RestoredTree } from './restored-tree.ts';
 import { readSnapshot } from './snapshot-reader.ts';
 import { DamagedRepository } from './tree.ts';
 
 /**
  * Writes the snapshot whose root tree is `treeId` into `destination` (an empty directory), as
  * extractArchive writes an archive. A damaged repository is an ArchiveError `corrupt` naming the
- * file it was found at.
+ * file it was found at. `restored`, when given, is told of every entry and of how each file was
+ * written.
  */
 export async function extractSnapshot(
   repository: Repository,
@@ -29,6 +31,7 @@ export async function extractSnapshot(
   destination: string,
   limits: ExtractLimits,
   onProgress?: (p: Progress) => void,
+  restored?: RestoredTree,
 ): Promise<ExtractReport> {
   try {
     return await extractEntries(
@@ -41,6 +44,7 @@ export async function extractSnapshot(
           if (rel !== entry.rel || rel === '')
             throw new ArchiveError('unsafe-path', `the snapshot holds an unusable path`, entry.rel);
           const { node } = entry;
+          await restored?.entered(rel, node);
           if (node.type === 'dir') paths.directory(rel);
           else paths.file(rel);
           const mtime = new Date(node.mtime);
@@ -58,6 +62,9 @@ export async function extractSnapshot(
               }
             },
             discard: () => undefined,
+            ...(restored !== undefined && node.type === 'file'
+              ? { written: (inode: number, mtime: number) => restored.written(node, inode, mtime) }
+              : {}),
           };
           await onEntry(extractEntry);
         }

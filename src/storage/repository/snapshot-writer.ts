@@ -5,7 +5,8 @@
  * the chunks the repository lacks, and writes one tree blob per directory and the snapshot record.
  *
  * Incremental: a file whose size, mtime and inode are those it had in the parent snapshot is not
- * read again; its chunk list is taken from the parent's tree. `full` reads every file regardless
+ * read again; its chunk list is taken from the parent's tree (or from the tree the server's last
+ * restore wrote, when that came after the parent). `full` reads every file regardless
  * (a change that kept the metadata is then found too). Runs in a worker thread
  * (snapshot-backup-work.ts): reads and chunking are synchronous there, compression and
  * uploads run on libuv's pool meanwhile.
@@ -14,6 +15,7 @@ import { closeSync, fstatSync, lstatSync, openSync, readSync, constants as fsc, 
 import { PROGRESS_INTERVAL_MS, type Progress } from '../archive/archive.types.ts';
 import { isGone, VolumeDir } from '../volume-dir.ts';
 import { Chunker } from './chunker.ts';
+import { loadRestoreBase } from './restored-tree.ts';
 import { blobId, type BlobWriter, type Repository, type SnapshotRecord } from './repository.ts';
 import { byName, encodeTree, type DirectoryNode, type FileNode, type Tree, type TreeNode } from './tree.ts';
 
@@ -48,12 +50,13 @@ export async function takeSnapshot(
   options: SnapshotOptions,
 ): Promise<SnapshotResult> {
   const parent = options.parent === null ? null : await loadParent(repository, options.parent);
+  const compared = await comparedTree(repository, parent);
   const writer = repository.writer();
   const walk = new SnapshotWalk(repository, writer, options);
   const root = await VolumeDir.open(volume);
   let tree: string;
   try {
-    const rootTree = parent === null ? null : await repository.readTree(parent.tree).catch(() => null);
+    const rootTree = compared === null ? null : await repository.readTree(compared).catch(() => null);
     tree = await walk.directory(root, '', rootTree);
   } catch (error) {
     await writer.abandon();
@@ -76,6 +79,16 @@ export async function takeSnapshot(
   };
   const sha256 = await repository.saveSnapshot(record);
   return { record, sha256 };
+}
+
+/**
+ * The tree the volume is compared with: the parent's, or the restore base's when a restore has
+ * written the volume since the parent was taken (restored-tree.ts).
+ */
+async function comparedTree(repository: Repository, parent: SnapshotRecord | null): Promise<string | null> {
+  const base = await loadRestoreBase(repository.store).catch(() => null);
+  if (base !== null && (parent === null || Date.parse(base.time) > Date.parse(parent.time))) return base.tree;
+  return parent?.tree ?? null;
 }
 
 /** The parent's record, or null when it cannot be read (the backup then reads every file). */

@@ -7,8 +7,9 @@ import { stageRestore, type StageOptions } from './restore-files.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
 import { fromStore } from '../stores/store-unreachable.ts';
 import { openSnapshot } from '../repository/open-snapshot.ts';
-import { startBlobVerifier } from '../repository/repository.ts';
+import { startBlobVerifier, type BlobWriter } from '../repository/repository.ts';
 import { extractSnapshot } from '../repository/snapshot-restore.ts';
+import { RestoredTree } from '../repository/restored-tree.ts';
 import type { SnapshotSource } from './stage-restore.ts';
 
 const input = workerData as StageRestoreInput;
@@ -37,7 +38,9 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
 
 /**
  * Stages a restore from a snapshot: its record checked against the backup's checksum before
- * anything is written, then every chunk checked as it is read, several read at once.
+ * anything is written, then every chunk checked as it is read, several read at once. With
+ * `keepRestoredTree`, the tree of what was written is stored too (its id in the report): failing
+ * to store it fails nothing, the next snapshot then reads every file.
  */
 async function stageSnapshot(
   paths: StageRestoreInput['paths'],
@@ -48,15 +51,39 @@ async function stageSnapshot(
   startBlobVerifier();
   const { store, repository, record } = await openSnapshot(source.repository, source.backupId, source.sha256);
   try {
-    const report = await stageRestore(
-      paths,
-      (staging, limits, progress) =>
-        fromStore(() => extractSnapshot(repository, record.tree, staging, limits, progress)),
-      options,
-      onProgress,
-    );
-    return { ...report, archiveSha256: source.sha256 ?? undefined };
+    const writer = source.keepRestoredTree === true ? repository.writer() : null;
+    const restored = writer === null ? undefined : new RestoredTree(writer);
+    let report: ExtractReport;
+    try {
+      report = await stageRestore(
+        paths,
+        (staging, limits, progress) =>
+          fromStore(() => extractSnapshot(repository, record.tree, staging, limits, progress, restored)),
+        options,
+        onProgress,
+      );
+    } catch (error) {
+      await writer?.abandon();
+      throw error;
+    }
+    const restoredTree = restored === undefined ? undefined : await storeRestoredTree(restored, writer!);
+    return {
+      ...report,
+      archiveSha256: source.sha256 ?? undefined,
+      ...(restoredTree === undefined ? {} : { restoredTree }),
+    };
   } finally {
     await store.close();
+  }
+}
+
+async function storeRestoredTree(restored: RestoredTree, writer: BlobWriter): Promise<string | undefined> {
+  try {
+    const tree = await restored.finish();
+    await writer.finish();
+    return tree;
+  } catch {
+    await writer.abandon();
+    return undefined;
   }
 }

@@ -28,6 +28,8 @@ export interface SnapshotSource {
   backupId: string;
   /** The backup's checksum (hex): the snapshot record must hash to it. */
   sha256: string | null;
+  /** Store the tree of what was written (restored-tree.ts) and name it in the report. */
+  keepRestoredTree?: boolean;
 }
 
 export interface StageRestoreInput {
