@@ -10,7 +10,12 @@ import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { ServingThread, threadEntry } from '../../shared/thread.ts';
 import { looksIncompressible } from '../archive/compressibility.ts';
 
-/** zstd level 3: on the bench logs, 3× the ratio of deflate level 1, at twice its speed. */
+/**
+ * zstd level 3: on the bench logs, 3× the ratio of deflate level 1, at twice its speed. It is also
+ * zstd's default, which the kept context relies on: its handle's reset() puts every parameter back
+ * to its default (measured: a context made at level -7 compresses like level 3 once reset), so
+ * another level here would hold only for the first blob.
+ */
 const ZSTD_LEVEL = 3;
 
 /** What a blob became: its stored bytes, and whether they are compressed. */
