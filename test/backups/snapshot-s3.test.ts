@@ -272,3 +272,24 @@ describe('snapshot backups in an S3-compatible store', () => {
     expect(plain.stdout).toContain(`damaged backups (2): ${both.join(', ')}`);
   });
 });
+
+describe('aerie backup create --full in an S3-compatible store', () => {
+  /** The requests for the repository's restore base made while `aerie backup create <flags>` ran, through the relay. */
+  async function restoreBaseRequests(name: string, ...flags: string[]): Promise<string[]> {
+    const mark = relay.requests.length;
+    const run = await runCli(
+      app,
+      ['backup', 'create', '--server', server.id, '--name', name, '--json', ...flags],
+      s3.env(relay.endpoint),
+    );
+    expect(run.code, run.output).toBe(0);
+    return relay.requests
+      .slice(mark)
+      .filter((line) => line.includes(`/${server.id}/repository/restore-base`));
+  }
+
+  it('compares with nothing, so it does not ask for the restore base; an incremental backup does', async () => {
+    expect(await restoreBaseRequests('incremental')).not.toEqual([]);
+    expect(await restoreBaseRequests('full', '--full')).toEqual([]);
+  });
+});

@@ -25,7 +25,7 @@ import { BlobDecoder, BufferPool, takeBlobCompressor, type BlobCompressor } from
 import { BlobVerifier, type BlobFault } from './blob-verifier.ts';
 import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
-import { DamagedRepository, decodeTree, isId, type Tree } from './tree.ts';
+import { DamagedRepository, decodeTree, encodeTree, isId, type Tree } from './tree.ts';
 
 /** zstd decompression on libuv's pool (looked up when used: a Node.js without zstd still loads this). */
 function decompress(input: Buffer, options: zlib.ZstdOptions): Promise<Buffer> {
@@ -390,6 +390,14 @@ export class BlobWriter {
     while (this.compressing.size >= COMPRESSING) await Promise.race(this.compressing);
     this.throwIfFailed();
     return true;
+  }
+
+  /** Stores a directory's tree (unless known); returns its id. */
+  async addTree(tree: Tree): Promise<string> {
+    const bytes = encodeTree(tree);
+    const id = blobId(bytes);
+    await this.add('tree', bytes, id);
+    return id;
   }
 
   private async encode(kind: BlobKind, id: string, slab: ArrayBuffer, raw: number): Promise<void> {

@@ -14,9 +14,9 @@
  * its size, mtime and inode are those recorded and every chunk is still stored; a base whose
  * trees a prune reclaimed (no snapshot names them) reads as none, and every file is read.
  */
-import { blobId, type BlobWriter } from './repository.ts';
+import type { BlobWriter } from './repository.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
-import { encodeTree, isId, type DirectoryNode, type FileNode, type TreeNode } from './tree.ts';
+import { isId, type DirectoryNode, type FileNode, type TreeNode } from './tree.ts';
 
 const RESTORE_BASE_KEY = 'restore-base';
 
@@ -75,11 +75,8 @@ export class RestoredTree {
     }
   }
 
-  private async store(entries: TreeNode[]): Promise<string> {
-    const bytes = encodeTree({ entries });
-    const id = blobId(bytes);
-    await this.writer.add('tree', bytes, id);
-    return id;
+  private store(entries: TreeNode[]): Promise<string> {
+    return this.writer.addTree({ entries });
   }
 }
 

@@ -17,7 +17,7 @@ import { isGone, VolumeDir } from '../volume-dir.ts';
 import { Chunker } from './chunker.ts';
 import { loadRestoreBase } from './restored-tree.ts';
 import { blobId, type BlobWriter, type Repository, type SnapshotRecord } from './repository.ts';
-import { byName, encodeTree, type DirectoryNode, type FileNode, type Tree, type TreeNode } from './tree.ts';
+import { byName, type DirectoryNode, type FileNode, type Tree, type TreeNode } from './tree.ts';
 
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 
@@ -50,7 +50,8 @@ export async function takeSnapshot(
   options: SnapshotOptions,
 ): Promise<SnapshotResult> {
   const parent = options.parent === null ? null : await loadParent(repository, options.parent);
-  const compared = await comparedTree(repository, parent);
+  // A full read compares with nothing: the restore base is not even asked for.
+  const compared = options.full === true ? null : await comparedTree(repository, parent);
   const writer = repository.writer();
   const walk = new SnapshotWalk(repository, writer, options);
   const root = await VolumeDir.open(volume);
@@ -138,10 +139,7 @@ class SnapshotWalk {
         : await this.file(dir, name, prefix, before.get(name));
       if (node !== null) nodes.push(node);
     }
-    const bytes = encodeTree({ entries: nodes });
-    const id = blobId(bytes);
-    await this.writer.add('tree', bytes, id);
-    return id;
+    return this.writer.addTree({ entries: nodes });
   }
 
   private async subdirectory(
