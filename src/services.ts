@@ -72,6 +72,7 @@ export function createServices({
     stores: backupStores,
     undo: backups.backupManagement,
     snapshots: backups.snapshots,
+    files: backups.backupFiles,
   });
   const schedules = createSchedulesModule(context, {
     activity: activity.activity,
@@ -108,6 +109,7 @@ export function createServices({
     serverQueries: servers.serverQueries,
     access: servers.access,
     backupManagement: backups.backupManagement,
+    backupFiles: backups.backupFiles,
     backupRetention: backups.backupRetention,
     backupReconcile: backups.backupReconcile,
     backupRestore: restores.backupRestore,

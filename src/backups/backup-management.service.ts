@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ActivityEvent } from '../activity/activity.events.ts';
 import type { ActivityEntry, ActivityService } from '../activity/activity.service.ts';
@@ -37,9 +38,13 @@ import {
 } from './backup-progress.ts';
 import type { BackupDeletion, BackupDeletionRepository } from './backup-deletion.repository.ts';
 import type { BackupRepository } from './backup.repository.ts';
+import { pathParts } from './backup-path.ts';
+import type { BackupFiles } from './backup-files.ts';
+import { archivePathStream } from '../storage/stores/archive-path.ts';
+import { fromStore } from '../storage/stores/store-unreachable.ts';
 import type { CreateBackupBody } from './backup.schema.ts';
 import type { Backup, BackupFormat } from './backup.ts';
-import type { SnapshotBackups } from './snapshot-backups.ts';
+import type { PathDownload, SnapshotBackups } from './snapshot-backups.ts';
 import type { CheckProgress, CheckReport } from '../storage/repository/check.ts';
 import type { PruneProgress, PruneReport } from '../storage/repository/prune.ts';
 import type { DownloadSigner } from './download-signer.ts';
@@ -50,6 +55,14 @@ const DOWNLOAD_LINK_SECONDS = 15 * 60;
 const HEARTBEAT_MS = 60_000;
 
 /** A download link: a URL the backup store presigned, or a path on Aerie carrying a signed token. */
+/** What a signed download link sends: the body, its file name, size (when known) and media type. */
+export interface Download {
+  stream: Readable;
+  filename: string;
+  bytes: number | null;
+  type: string;
+}
+
 export type DownloadLink = { kind: 'presigned'; url: string } | { kind: 'signed'; path: string };
 
 /** What a schedule's backup task asks for. */
@@ -101,6 +114,8 @@ export interface BackupManagementDeps {
   format: BackupFormat;
   /** Backups kept as snapshots: made, removed, downloaded. */
   snapshots: SnapshotBackups;
+  /** What a backup holds (its catalog): what one path of an archive backup is. */
+  files: Pick<BackupFiles, 'entryOf' | 'forget'>;
 }
 
 /**
@@ -484,7 +499,9 @@ export class BackupManagementService {
   }
 
   /** Removes what storage keeps of a backup: its archive, or its snapshot record. */
-  private removeStored(backup: Backup): Promise<void> {
+  private async removeStored(backup: Backup): Promise<void> {
+    // This node's catalog of it first: a cache, of a backup about to be gone.
+    await this.deps.files.forget(backup);
     if (backup.format === 'snapshot') return this.deps.snapshots.remove(backup);
     return this.deps.storageOf(backup.disk).delete(backup.serverId, backup.id);
   }
@@ -523,11 +540,12 @@ export class BackupManagementService {
   }
 
   /** The archive a download link points at. */
-  async openDownload(token: string): Promise<{ stream: Readable; filename: string; bytes: number | null }> {
+  async openDownload(token: string): Promise<Download> {
     const grant = this.deps.signer.verify(token, Math.floor(this.deps.clock().getTime() / 1000));
     if (grant === null) throw new ForbiddenError('This download link is invalid or has expired.');
     const backup = await this.deps.backups.findOfServer(grant.serverId, grant.backupId);
     if (backup === undefined || !backup.isSuccessful) throw new NotFoundError();
+    if (grant.path !== undefined) return this.openPath(backup, grant.path);
     if (backup.format === 'snapshot') {
       // Its size is known only once sent: the response is chunked.
       const stream = await this.deps.snapshots.download(backup).catch((error: unknown) => {
@@ -537,10 +555,51 @@ export class BackupManagementService {
           throw new DisplayError(`This backup cannot be downloaded: ${error.message}.`);
         throw error;
       });
-      return { stream, filename: downloadName(backup), bytes: null };
+      return { stream, filename: downloadName(backup), bytes: null, type: 'application/gzip' };
     }
     const stream = await this.deps.storageOf(backup.disk).get(grant.serverId, grant.backupId);
-    return { stream, filename: downloadName(backup), bytes: backup.bytes };
+    return { stream, filename: downloadName(backup), bytes: backup.bytes, type: 'application/gzip' };
+  }
+
+  /** One path of a backup (a signed link from BackupFiles): a file, or a directory's .tar.gz. */
+  private async openPath(backup: Backup, normalized: string): Promise<Download> {
+    const found = await this.openPathOf(backup, normalized).catch((error: unknown) => {
+      if (error instanceof ArchiveError && error.reason === 'not-found')
+        throw new NotFoundError('This backup is missing from storage.');
+      if (error instanceof ArchiveError)
+        throw new DisplayError(`This file cannot be downloaded: ${error.message}.`);
+      throw error;
+    });
+    if (found === null) throw new NotFoundError('This backup has no such file.');
+    found.stream.on('error', (error) =>
+      this.deps.logger.warn(
+        { backup: backup.id, path: normalized, err: error },
+        'a download of one path failed',
+      ),
+    );
+    // A header-safe name: what the browser saves it as.
+    const name = safeName(path.posix.basename(normalized)) || safeName(backup.name) || 'backup';
+    return found.kind === 'file'
+      ? { stream: found.stream, filename: name, bytes: found.bytes, type: 'application/octet-stream' }
+      : { stream: found.stream, filename: `${name}.tar.gz`, bytes: null, type: 'application/gzip' };
+  }
+
+  /** A snapshot's path from its trees; an archive's read from the archive, as its catalog says it is. */
+  private async openPathOf(backup: Backup, normalized: string): Promise<PathDownload | null> {
+    if (backup.format === 'snapshot') return this.deps.snapshots.downloadPath(backup, pathParts(normalized));
+    if (normalized === '/') {
+      // The backup's root: the archive itself.
+      const stream = await this.deps.storageOf(backup.disk).get(backup.serverId, backup.id);
+      return { kind: 'directory', stream, bytes: backup.bytes };
+    }
+    const entry = await this.deps.files.entryOf(backup, normalized);
+    if (entry === null) return null;
+    const archive = await fromStore(() =>
+      this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id),
+    );
+    const kind = entry.directory ? 'directory' : 'file';
+    const stream = archivePathStream({ archive, rel: normalized.slice(1), kind });
+    return { kind, stream, bytes: entry.directory ? null : entry.size };
   }
 
   /** Stores an existing .tar.gz as a backup of a server, after reading it through to prove it whole. */
@@ -830,7 +889,12 @@ export class BackupManagementService {
 
 /** The file name a download is saved under. */
 function downloadName(backup: Backup): string {
-  return `${backup.name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 100) || 'backup'}.tar.gz`;
+  return `${safeName(backup.name) || 'backup'}.tar.gz`;
+}
+
+/** A name for a Content-Disposition header: letters, digits, `.`, `_` and `-` only, 100 at most. */
+function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 100);
 }
 
 function deletionOf(backup: Backup, deletedAt: string): BackupDeletion {
@@ -850,7 +914,7 @@ export function systemEntry(
   return backupEntry(event, null, backup, properties);
 }
 
-function backupEntry(
+export function backupEntry(
   event: ActivityEvent,
   actor: Actor | null,
   backup: Backup,

@@ -10,6 +10,9 @@ export const BackupParamsSchema = Type.Object({
 });
 export type BackupParams = Static<typeof BackupParamsSchema>;
 
+/** The most paths one partial restore names. */
+export const RESTORE_FILES_MAX = 1000;
+
 export const RestoreBodySchema = Type.Object({
   truncate: Type.Boolean({
     default: false,
@@ -20,6 +23,14 @@ export const RestoreBodySchema = Type.Object({
     Type.Boolean({
       description:
         'Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP).',
+    }),
+  ),
+  files: Type.Optional(
+    Type.Array(Type.String({ maxLength: 8192 }), {
+      minItems: 1,
+      maxItems: RESTORE_FILES_MAX,
+      description:
+        'Beyond Pterodactyl: restore only these paths of the backup (files or directories, from its root); the rest of the volume is left as it is. With `truncate`, each ends exactly as the backup has it (what is under it and not in the backup is removed); without, the backup’s versions are laid over it.',
     }),
   ),
 });
@@ -129,7 +140,8 @@ export const SignedUrlSchema = Type.Object({
 });
 export type SignedUrl = Static<typeof SignedUrlSchema>;
 
-export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: 1024 }) });
+// A link to one path of a backup carries the path: up to 4,096 bytes, in base64.
+export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: 8192 }) });
 
 /** The most backups one bulk delete names. */
 export const BULK_DELETE_MAX = 100;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { JobRepository } from '../jobs/job.repository.ts';
 import type { ModuleContext } from '../module-context.ts';
@@ -5,6 +6,7 @@ import type { ServersModule } from '../servers/servers.module.ts';
 import { loadAppKey } from '../shared/app-key.ts';
 import type { BackupStores } from '../storage/stores/backup-stores.ts';
 import type { UserRepository } from '../users/user.repository.ts';
+import { BackupFiles } from './backup-files.ts';
 import { BackupDeletionRepository } from './backup-deletion.repository.ts';
 import { BackupManagementService } from './backup-management.service.ts';
 import { BackupReconcileService } from './backup-reconcile.service.ts';
@@ -43,6 +45,15 @@ export function createBackupsModule(
     locks: new RepositoryLocks(db, clock),
     volumeOf,
   });
+  const signer = new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir));
+  const backupFiles = new BackupFiles({
+    snapshots,
+    storageOf: stores.of,
+    activity,
+    signer,
+    clock,
+    catalogsDir: path.join(config.dataDir, 'cache', 'catalogs'),
+  });
   const backupManagement = new BackupManagementService({
     backups: repository,
     deletions,
@@ -51,7 +62,7 @@ export function createBackupsModule(
     activity,
     storage: stores.current,
     storageOf: stores.of,
-    signer: new DownloadSigner(() => loadAppKey(config.appKey, config.dataDir)),
+    signer,
     transaction,
     clock,
     logger,
@@ -59,6 +70,7 @@ export function createBackupsModule(
     volumeOf,
     format: config.backupFormat,
     snapshots,
+    files: backupFiles,
   });
   const backupRetention = new BackupRetentionService({
     retention: new BackupRetentionRepository(db.kysely),
@@ -77,6 +89,8 @@ export function createBackupsModule(
     backupManagement,
     /** Backups kept as snapshots: made, removed, downloaded, their repositories. */
     snapshots,
+    /** Looking inside a backup: its directories listed, one file downloaded. */
+    backupFiles,
     /** Retention policies of automatic backups: set, previewed, applied after each one. */
     backupRetention,
     /** Removes what backup storage holds that is garbage (`backup reconcile`, retention). */

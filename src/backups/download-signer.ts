@@ -5,6 +5,8 @@ export interface DownloadGrant {
   backupId: string;
   /** Seconds since the epoch after which the link no longer works. */
   expires: number;
+  /** One path inside the backup (a file, or a directory sent as a .tar.gz); the whole backup if absent. */
+  path?: string;
 }
 
 /**
@@ -18,9 +20,9 @@ export class DownloadSigner {
   constructor(private readonly loadKey: () => Buffer) {}
 
   sign(grant: DownloadGrant): string {
-    const payload = Buffer.from(JSON.stringify([grant.serverId, grant.backupId, grant.expires])).toString(
-      'base64url',
-    );
+    const fields: unknown[] = [grant.serverId, grant.backupId, grant.expires];
+    if (grant.path !== undefined) fields.push(grant.path);
+    const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
     return `${payload}.${this.mac(payload)}`;
   }
 
@@ -32,12 +34,15 @@ export class DownloadSigner {
     const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     try {
-      const [serverId, backupId, expires] = JSON.parse(
-        Buffer.from(payload, 'base64url').toString(),
-      ) as unknown[];
+      const fields = JSON.parse(Buffer.from(payload, 'base64url').toString()) as unknown[];
+      const [serverId, backupId, expires, path] = fields;
       if (typeof serverId !== 'string' || typeof backupId !== 'string' || typeof expires !== 'number')
         return null;
-      return expires >= nowSeconds ? { serverId, backupId, expires } : null;
+      if (fields.length > 4 || (fields.length === 4 && typeof path !== 'string')) return null;
+      if (expires < nowSeconds) return null;
+      return typeof path === 'string'
+        ? { serverId, backupId, expires, path }
+        : { serverId, backupId, expires };
     } catch {
       return null;
     }

@@ -14,6 +14,8 @@ import {
   type RepositoryLocation,
 } from '../storage/repository/repository-location.ts';
 import { openSnapshot } from '../storage/repository/open-snapshot.ts';
+import type { Repository } from '../storage/repository/repository.ts';
+import { findSnapshotPath, snapshotFileContent } from '../storage/repository/snapshot-paths.ts';
 import { saveRestoreBase } from '../storage/repository/restored-tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
@@ -39,6 +41,13 @@ export interface SnapshotMade {
   files: number;
   /** What it added to storage (new chunks, compressed). */
   addedBytes: number;
+}
+
+/** One path of a backup, as sent: a file's bytes, or a directory's .tar.gz (size unknown until sent). */
+export interface PathDownload {
+  kind: 'file' | 'directory';
+  stream: Readable;
+  bytes: number | null;
 }
 
 export interface TakeOptions {
@@ -190,6 +199,41 @@ export class SnapshotBackups {
         await finished(stream).catch(() => undefined);
       }).catch(reject);
     });
+  }
+
+  /**
+   * One path of the backup: a file's content, or a directory as a .tar.gz of what it holds; null
+   * when the backup has nothing there. The repository is held until the stream ends.
+   */
+  downloadPath(backup: Backup, parts: readonly string[]): Promise<PathDownload | null> {
+    return new Promise<PathDownload | null>((resolve, reject) => {
+      this.reading(backup, async () => {
+        const opened = await openSnapshot(this.repositoryOf(backup), backup.id, backup.sha256);
+        let found: PathDownload | null;
+        try {
+          found = await this.openPath(opened.repository, opened.record.tree, parts);
+        } catch (error) {
+          await opened.store.close();
+          throw error;
+        }
+        resolve(found);
+        if (found !== null) await finished(found.stream).catch(() => undefined);
+        await opened.store.close();
+      }).catch(reject);
+    });
+  }
+
+  private async openPath(
+    repository: Repository,
+    root: string,
+    parts: readonly string[],
+  ): Promise<PathDownload | null> {
+    const node = await findSnapshotPath(repository, root, parts);
+    if (node === null) return null;
+    if (node.type === 'file')
+      return { kind: 'file', stream: snapshotFileContent(repository, node), bytes: node.size };
+    const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
+    return { kind: 'directory', stream: snapshotTarGz(repository, node.tree), bytes: null };
   }
 
   private async openTarGz(backup: Backup): Promise<Readable> {

@@ -16,6 +16,8 @@ export interface JobPayloads {
     truncate: boolean;
     /** Keep the files about to be replaced as a backup first (absent in jobs queued before it existed). */
     undoBackup?: boolean;
+    /** A partial restore: the paths brought back, relative to the volume (RestoreSelection). */
+    files?: string[];
     /** Who asked, and from where: the completion entry is theirs too. */
     actorId: string | null;
     ip: string | null;

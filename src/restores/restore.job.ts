@@ -22,6 +22,8 @@ import {
   swapIn,
 } from '../storage/volumes/restore-files.ts';
 import { stageRestoreInThread } from '../storage/volumes/stage-restore.ts';
+import { RestoreSelection } from '../storage/volumes/restore-selection.ts';
+import { RESTORE_FILES_MAX } from '../backups/backup.schema.ts';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
 import {
   ProgressReporter,
@@ -40,7 +42,12 @@ type Payload = JobPayloads['backup.restore'];
 /** What a backup.restore job holds: checked by the worker before the job runs. */
 export const RestoreJobPayloadSchema = payloadSchema(
   'backup.restore',
-  Type.Object({ ...backupJobFields, truncate: Type.Boolean(), undoBackup: Type.Optional(Type.Boolean()) }),
+  Type.Object({
+    ...backupJobFields,
+    truncate: Type.Boolean(),
+    undoBackup: Type.Optional(Type.Boolean()),
+    files: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: RESTORE_FILES_MAX })),
+  }),
 );
 
 const MIB = 1024 * 1024;
@@ -107,7 +114,8 @@ export class RestoreJob implements JobHandler<Payload> {
   }
 
   private async restore(job: JobContext<Payload>): Promise<JobResult> {
-    const { serverId, backupId, truncate } = job.payload;
+    const { serverId, backupId, truncate, files } = job.payload;
+    const only = files === undefined ? undefined : new RestoreSelection(files);
     const paths = restorePaths(this.deps.volumesDir, serverId, job.id, job.attempt);
     const recovered = await this.recoverEarlierAttempts(job);
     if (recovered.outcome !== 'clean')
@@ -146,7 +154,8 @@ export class RestoreJob implements JobHandler<Payload> {
               repository: this.deps.storageOf(backup.disk).repository(serverId),
               backupId,
               sha256: backup.sha256,
-              keepRestoredTree: this.deps.snapshots !== undefined,
+              // A partial restore writes some of the volume: the tree of it describes nothing.
+              keepRestoredTree: this.deps.snapshots !== undefined && only === undefined,
             }
           : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
       const stage = () =>
@@ -156,6 +165,7 @@ export class RestoreJob implements JobHandler<Payload> {
           {
             truncate,
             maxBytes,
+            ...(only === undefined ? {} : { only }),
             signal: job.signal,
             progressIntervalMs: threadProgressInterval(this.deps.progress.intervalMs),
           },
@@ -238,6 +248,7 @@ export class RestoreJob implements JobHandler<Payload> {
       return {};
     }
     const details: Record<string, unknown> = { files: report.files };
+    if (job.payload.files !== undefined) details.paths = job.payload.files.map((rel) => `/${rel}`);
     const skippedCount = skippedTotal(report);
     if (skippedCount > 0) {
       // Links and special files in an archive are never created; the user is told which.

@@ -6,11 +6,12 @@ import type { ServerRepository } from '../servers/server.repository.ts';
 import type { AuthenticatedContext } from '../users/actor.ts';
 import type { RequestContext } from '../shared/context.ts';
 import type { ServerRow } from '../servers/server.table.ts';
-import { BadRequestError, NotFoundError } from '../shared/errors.ts';
+import { BadRequestError, NotFoundError, ValidationError } from '../shared/errors.ts';
 import { toStoredTime, type Clock } from '../shared/time.ts';
 import type { BackupRepository } from '../backups/backup.repository.ts';
 import type { Backup } from '../backups/backup.ts';
 import type { RestoreBody } from '../backups/backup.schema.ts';
+import { backupPath } from '../backups/backup-path.ts';
 import type { RestoreThrottle } from './restore-throttle.ts';
 import type { ServerChanges } from '../servers/server-changes.ts';
 
@@ -26,6 +27,11 @@ export interface BackupRestoreDeps {
   undoBackup: boolean;
   /** Told when the server's status changes (event streams of this process). */
   changes?: ServerChanges;
+  /** What a backup holds: a partial restore's paths must be in it. */
+  files: {
+    /** The first of `paths` (normalized, from the backup's root) that the backup lacks; null if none. */
+    missing(backup: Backup, paths: readonly string[]): Promise<string | null>;
+  };
 }
 
 /** Puts a server's files back as one of its backups holds them (the work itself is a job). */
@@ -42,7 +48,8 @@ export class BackupRestoreService {
     backup: Backup,
     body: RestoreBody,
   ): Promise<number> {
-    const jobId = await this.queue(context, null, server.id, backup, body);
+    const files = await this.chosenPaths(backup, body.files);
+    const jobId = await this.queue(context, null, server.id, backup, body, files);
     this.deps.changes?.notify(server.id);
     return jobId;
   }
@@ -58,9 +65,42 @@ export class BackupRestoreService {
     body: RestoreBody,
   ): Promise<void> {
     assertRestorable(backup); // before the throttle: a refused request is not counted
+    const files = await this.chosenPaths(backup, body.files);
     const serverId = access.server.id;
-    await this.deps.throttle.run(serverId, () => this.queue(context, context.actor, serverId, backup, body));
+    await this.deps.throttle.run(serverId, () =>
+      this.queue(context, context.actor, serverId, backup, body, files),
+    );
     this.deps.changes?.notify(serverId);
+  }
+
+  /**
+   * A partial restore's paths, normalized (`/world/region`), each one the backup holds; undefined
+   * for a restore of everything (no paths given, or `/` among them). A path that escapes is a
+   * 422, one the backup lacks a 404.
+   */
+  private async chosenPaths(backup: Backup, given: string[] | undefined): Promise<string[] | undefined> {
+    if (given === undefined) return undefined;
+    const paths = [
+      ...new Set(
+        given.map((file, i) => {
+          const normalized = backupPath(file, `files.${i}`);
+          // `""` or `.` is more likely a slip than a wish to restore everything: only `/` says that.
+          if (normalized === '/' && !file.startsWith('/'))
+            throw new ValidationError([
+              {
+                field: `files.${i}`,
+                rule: 'path',
+                message: 'Each path must name a file or directory; `/` is the whole backup.',
+              },
+            ]);
+          return normalized;
+        }),
+      ),
+    ];
+    if (paths.includes('/')) return undefined;
+    const missing = await this.deps.files.missing(backup, paths);
+    if (missing !== null) throw new NotFoundError(`This backup has no ${missing}.`);
+    return paths;
   }
 
   /**
@@ -76,6 +116,7 @@ export class BackupRestoreService {
     serverId: string,
     backup: Backup,
     body: RestoreBody,
+    files: string[] | undefined,
   ): Promise<number> {
     assertRestorable(backup);
     const { servers, backups, jobs, activity, transaction, clock } = this.deps;
@@ -96,6 +137,7 @@ export class BackupRestoreService {
             backupId: backup.id,
             truncate,
             undoBackup,
+            ...(files === undefined ? {} : { files: files.map((file) => file.slice(1)) }),
             actorId: actor?.user.id ?? null,
             ip: context.ip,
           },
@@ -109,7 +151,12 @@ export class BackupRestoreService {
         {
           event: 'server:backup.restore',
           actor,
-          properties: { name: backup.name, truncate, undo_backup: undoBackup },
+          properties: {
+            name: backup.name,
+            truncate,
+            undo_backup: undoBackup,
+            ...(files === undefined ? {} : { files }),
+          },
           subjects: [
             { type: 'server', id: serverId },
             { type: 'backup', id: backup.id },

@@ -7,7 +7,7 @@ import type { BackupStores } from '../storage/stores/backup-stores.ts';
 import type { UserRepository } from '../users/user.repository.ts';
 import { RestoreThrottle } from './restore-throttle.ts';
 import { RestoreJob, type RestoreJobDeps } from './restore.job.ts';
-import { BackupRestoreService } from './restore.service.ts';
+import { BackupRestoreService, type BackupRestoreDeps } from './restore.service.ts';
 
 export interface RestoresModuleDeps {
   users: UserRepository;
@@ -20,12 +20,14 @@ export interface RestoresModuleDeps {
   undo: RestoreJobDeps['undo'];
   /** Holds a snapshot's repository while a restore reads it. */
   snapshots: RestoreJobDeps['snapshots'];
+  /** What a backup holds (a partial restore's paths are checked against it). */
+  files: BackupRestoreDeps['files'];
 }
 
 /** Restores: asked for (throttled per server), then run by the `backup.restore` job. */
 export function createRestoresModule(
   { config, transaction, clock, logger, counters }: ModuleContext,
-  { users, activity, servers, backups, jobs, stores, undo, snapshots }: RestoresModuleDeps,
+  { users, activity, servers, backups, jobs, stores, undo, snapshots, files }: RestoresModuleDeps,
 ) {
   return {
     backupRestore: new BackupRestoreService({
@@ -36,6 +38,7 @@ export function createRestoresModule(
       transaction,
       clock,
       changes: servers.changes,
+      files,
       undoBackup: config.restoreUndoBackup,
       throttle: new RestoreThrottle(
         counters,

@@ -13,6 +13,12 @@ import {
   SignedUrlSchema,
 } from '../../backups/backup.schema.ts';
 import { toBackupResource, toBulkDeleteResource } from '../../backups/backup.transform.ts';
+import {
+  BackupFileDownloadQuerySchema,
+  BackupFileListSchema,
+  BackupFilesListQuerySchema,
+} from '../../backups/backup-files.schema.ts';
+import { toFileObject } from '../../backups/backup-files.transform.ts';
 import { ServerParamsSchema } from '../../servers/server.schema.ts';
 import type { Services } from '../../services.ts';
 import { clientSchema, noContent } from '../client-route.ts';
@@ -28,8 +34,9 @@ export function serverBackupRoutes(
   {
     backupManagement,
     backupRestore,
+    backupFiles,
     access,
-  }: Pick<Services, 'backupManagement' | 'backupRestore' | 'access'>,
+  }: Pick<Services, 'backupManagement' | 'backupRestore' | 'backupFiles' | 'access'>,
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const base = '/api/client/servers/:server/backups';
@@ -103,6 +110,51 @@ export function serverBackupRoutes(
       );
       const url = link.kind === 'presigned' ? link.url : linkOf(request, link.path);
       return { object: 'signed_url' as const, attributes: { url } };
+    },
+  );
+
+  typed.get(
+    `${base}/:backup/files/list`,
+    {
+      schema: clientSchema(
+        tag,
+        "A directory of the backup, as the server's file manager lists one: directories first, then files, 1,000 a page (backup.download)",
+        {
+          params: BackupParamsSchema,
+          querystring: BackupFilesListQuerySchema,
+          response: { 200: BackupFileListSchema },
+        },
+      ),
+      preValidation: serverAccess(access, backup, can('backup.download')),
+    },
+    async (request) => {
+      const { directory, page, per_page } = request.query;
+      const listed = await backupFiles.list(backupOfRequest(request), directory, { page, per_page });
+      return listEnvelope(request, listed.page, toFileObject, { directory: listed.directory });
+    },
+  );
+
+  typed.get(
+    `${base}/:backup/files/download`,
+    {
+      schema: clientSchema(
+        tag,
+        'A link that downloads one file of the backup (a directory: a .tar.gz of it) without a token, for 15 minutes (backup.download)',
+        {
+          params: BackupParamsSchema,
+          querystring: BackupFileDownloadQuerySchema,
+          response: { 200: SignedUrlSchema },
+        },
+      ),
+      preValidation: serverAccess(access, backup, can('backup.download')),
+    },
+    async (request) => {
+      const link = await backupFiles.downloadLink(
+        authenticatedContextOf(request),
+        backupOfRequest(request),
+        request.query.file,
+      );
+      return { object: 'signed_url' as const, attributes: { url: linkOf(request, link) } };
     },
   );
 
@@ -196,15 +248,15 @@ export function backupDownloadRoute(
     {
       schema: {
         tags: [tag],
-        summary: 'Download a backup archive through a signed link',
+        summary: 'Download a backup archive, or one file of a backup, through a signed link',
         querystring: DownloadQuerySchema,
       },
     },
     async (request, reply) => {
-      const { stream, filename, bytes } = await backupManagement.openDownload(request.query.token);
+      const { stream, filename, bytes, type } = await backupManagement.openDownload(request.query.token);
       if (bytes !== null) reply.header('content-length', bytes);
       return reply
-        .header('content-type', 'application/gzip')
+        .header('content-type', type)
         .header('content-disposition', `attachment; filename="${filename}"`)
         .send(stream);
     },

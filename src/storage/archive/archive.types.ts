@@ -2,6 +2,8 @@
  * Contract between the archive code (read, verify, extract, create) and the restore job.
  * Every failure that a user should read about is an ArchiveError with a stable `reason`.
  */
+import { reviveThreadError, type ThreadError } from '../../shared/thread.ts';
+
 export type ArchiveFailure =
   | 'not-found' // the archive file does not exist
   | 'checksum-mismatch' // its SHA-256 differs from the backup record
@@ -21,6 +23,17 @@ export class ArchiveError extends Error {
     super(message);
     this.name = 'ArchiveError';
   }
+}
+
+/** An error a worker thread failed with, made again: an ArchiveError keeps its reason and entry. */
+export function reviveArchiveError(error: ThreadError): Error {
+  if (error.name !== 'ArchiveError') return reviveThreadError(error);
+  const { reason, entry } = error.fields;
+  return new ArchiveError(
+    reason as ArchiveFailure,
+    error.message,
+    typeof entry === 'string' ? entry : undefined,
+  );
 }
 
 /** An entry that was deliberately not created, and why (reported, never silently dropped). */
@@ -73,6 +86,11 @@ export interface ExtractLimits {
   signal?: AbortSignal;
   /** The least time between two progress reports (250 ms unless set). */
   progressIntervalMs?: number;
+  /**
+   * A partial restore: only the entries this accepts are written (each by its path, as
+   * checkEntryPath returns it); the others are skipped unread where the source allows.
+   */
+  only?: (rel: string) => boolean;
 }
 
 /** How often archive work reports its progress, unless told otherwise. */

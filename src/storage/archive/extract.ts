@@ -105,7 +105,14 @@ export async function extractEntries(
   limits.signal?.throwIfAborted();
   const root = await DirectoryRoot.open(destination);
   try {
-    const extraction = new Extraction(root, budget, limits.signal, onProgress, limits.progressIntervalMs);
+    const extraction = new Extraction(
+      root,
+      budget,
+      limits.signal,
+      onProgress,
+      limits.progressIntervalMs,
+      limits.only,
+    );
     await feed(
       (entry) => extraction.entry(entry),
       (bytes) => extraction.read(bytes),
@@ -188,6 +195,7 @@ class Extraction {
     private readonly signal: AbortSignal | undefined,
     private readonly onProgress?: (p: Progress) => void,
     private readonly progressIntervalMs = PROGRESS_INTERVAL_MS,
+    private readonly only?: (rel: string) => boolean,
   ) {}
 
   /** Bytes the source read from storage so far (the archive's, compressed). */
@@ -204,6 +212,7 @@ class Extraction {
     // not normalize (a `..` above all) is refused here too, not only by the source's own checks.
     if (checkEntryPath(rel) !== rel)
       throw new ArchiveError('unsafe-path', `entry path ${shownPath(rel)} is not normalized`, rel);
+    if (this.only !== undefined && rel !== '' && !this.only(rel)) return entry.discard(); // not chosen
     if (kind === 'file' && rel !== '') return this.writeFile(rel, entry);
     entry.discard(); // whatever body the entry has is never written
     if (kind === 'directory') return rel === '' ? undefined : this.makeDirectory(rel, entry);

@@ -26,12 +26,15 @@ export async function* walkTree(
   repository: Repository,
   treeId: string,
   prefix = '',
+  only?: (rel: string) => boolean,
 ): AsyncGenerator<{ rel: string; node: TreeNode }> {
   const tree = await repository.readTree(treeId);
   for (const node of tree.entries) {
     const rel = prefix + node.name;
+    // Left out, with all it holds: not even its tree is read.
+    if (only !== undefined && !only(rel)) continue;
     yield { rel, node };
-    if (node.type === 'dir') yield* walkTree(repository, node.tree, `${rel}/`);
+    if (node.type === 'dir') yield* walkTree(repository, node.tree, `${rel}/`, only);
   }
 }
 
@@ -41,6 +44,8 @@ export interface ReadOptions {
    * reader asks for the next one (for a reader that writes each chunk out before going on).
    */
   reuseBuffers?: boolean;
+  /** Only the entries this accepts, by path (a directory left out is not descended into). */
+  only?: (rel: string) => boolean;
 }
 
 /**
@@ -54,7 +59,7 @@ export async function* readSnapshot(
   options: ReadOptions = {},
 ): AsyncGenerator<SnapshotEntry> {
   const ahead = new ReadAhead(repository, options.reuseBuffers === true);
-  const walk = walkTree(repository, treeId);
+  const walk = walkTree(repository, treeId, '', options.only);
   try {
     for (;;) {
       // Keep the next few files' chunks coming while this one is handed on.

@@ -38,7 +38,10 @@ export async function extractSnapshot(
       async (onEntry, onRead) => {
         const paths = new EntryPaths();
         // Each chunk is written out before the next is asked for: its buffer can be used again.
-        for await (const entry of readSnapshot(repository, treeId, { reuseBuffers: true })) {
+        for await (const entry of readSnapshot(repository, treeId, {
+          reuseBuffers: true,
+          ...(limits.only === undefined ? {} : { only: limits.only }),
+        })) {
           limits.signal?.throwIfAborted();
           const rel = checkEntryPath(entry.rel);
           if (rel !== entry.rel || rel === '')

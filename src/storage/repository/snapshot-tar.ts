@@ -23,8 +23,8 @@
  * archive is left without its end and the response fails, so no reader takes it for a whole one.
  */
 import { Readable } from 'node:stream';
-import { Header, Pax } from 'tar';
 import { parallelGzip } from '../archive/parallel-gzip.ts';
+import { tarHeader } from '../archive/tar-header.ts';
 import type { Repository } from './repository.ts';
 import { readSnapshot } from './snapshot-reader.ts';
 import { DamagedRepository } from './tree.ts';
@@ -155,10 +155,10 @@ export async function* snapshotTar(
     signal?.throwIfAborted();
     const { rel, node } = entry;
     if (node.type === 'dir') {
-      yield headerBlocks(`${rel}/`, 'Directory', node.mode, 0, node.mtime);
+      yield tarHeader(`${rel}/`, 'Directory', node.mode, 0, node.mtime);
       continue;
     }
-    yield headerBlocks(rel, 'File', node.mode, node.size, node.mtime);
+    yield tarHeader(rel, 'File', node.mode, node.size, node.mtime);
     let written = 0;
     for await (const chunk of entry.content()) {
       signal?.throwIfAborted();
@@ -187,25 +187,6 @@ function stoppable(repository: Repository, signal: AbortSignal): Repository {
   view.readBlob = (id: string) =>
     signal.aborted ? Promise.reject(asError(signal.reason)) : repository.readBlob(id);
   return view;
-}
-
-/**
- * The header block for an entry, preceded by a pax header when a field does not fit ustar:
- * the archive writer's, field for field. `mtimeMs` is cut to the second it falls in.
- */
-function headerBlocks(
-  tarPath: string,
-  type: 'File' | 'Directory',
-  mode: number,
-  size: number,
-  mtimeMs: number,
-): Buffer {
-  const mtime = new Date(Math.floor(mtimeMs / 1000) * 1000);
-  const fields = { path: tarPath, type, mode: mode & 0o7777, size, mtime };
-  const header = new Header(fields);
-  const needsPax = header.encode();
-  if (!header.block) throw new Error(`could not encode the tar header of ${tarPath}`);
-  return needsPax ? Buffer.concat([new Pax(fields).encode(), header.block]) : header.block;
 }
 
 function asError(reason: unknown): Error {

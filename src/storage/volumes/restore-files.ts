@@ -41,6 +41,7 @@ import {
 import { DirectoryRoot, removeTree, syncDirectory } from '../directory-root.ts';
 import { isMountPoint, mountsInside } from './mount-point.ts';
 import { readReport, saveReport } from './restore-report.ts';
+import type { RestoreSelection } from './restore-selection.ts';
 import { inPlaceNames, recoverInPlace, swapInPlace } from './swap-in-place.ts';
 import { trashOf, type RecoveryOutcome, type RestorePaths } from './restore-paths.ts';
 
@@ -56,6 +57,8 @@ export interface StageOptions {
   signal?: AbortSignal;
   /** The least time between two progress reports (250 ms unless set). */
   progressIntervalMs?: number;
+  /** A partial restore: the paths brought back; the rest of the volume stays as it is. */
+  only?: RestoreSelection;
 }
 
 /**
@@ -94,6 +97,7 @@ export async function stageRestore(
   // Decided here, before any work: swapIn and recovery follow whichever staging exists.
   const inPlace = await isMountPoint(paths.volume);
   const staging = inPlace ? paths.inPlace.staging : paths.staging;
+  const { only } = options;
   await rm(paths.report, { force: true });
   await removeTree(staging);
   await mkdir(staging, { mode: 0o700 });
@@ -111,15 +115,21 @@ export async function stageRestore(
         ...(options.progressIntervalMs === undefined
           ? {}
           : { progressIntervalMs: options.progressIntervalMs }),
+        ...(only === undefined ? {} : { only: (rel: string) => only.wants(rel) }),
       },
       onProgress && ((progress) => onProgress((last = progress))),
     );
     options.signal?.throwIfAborted();
-    if (!options.truncate) {
+    // A partial restore keeps the rest of the volume, truncating or not.
+    if (!options.truncate || only !== undefined) {
       onProgress?.({ ...last, phase: 'merging' });
       const used = report.bytes + ENTRY_COST * (report.files + report.directories);
       const skipped = inPlace ? inPlaceNames(paths) : new Set<string>();
-      await mergeLiveVolume(paths.volume, staging, new MergeBudget(used, options.maxBytes), skipped);
+      const merge = new LiveMerge(new MergeBudget(used, options.maxBytes), {
+        truncate: options.truncate,
+        ...(only === undefined ? {} : { only }),
+      });
+      await mergeLiveVolume(paths.volume, staging, merge, skipped);
     }
     await chmod(staging, volumeStats.mode & 0o7777);
     // The report names the directory that will be the volume: the staging tree, or (in place) the
@@ -255,14 +265,14 @@ class MergeBudget {
 async function mergeLiveVolume(
   volume: string,
   staging: string,
-  budget: MergeBudget,
+  merge: LiveMerge,
   skipped: ReadonlySet<string>,
 ): Promise<void> {
   const live = await VolumeDir.open(volume);
   try {
     const staged = await DirectoryRoot.open(staging);
     try {
-      await new LiveMerge(staged, budget).directory(live, '', skipped);
+      await merge.into(staged).directory(live, '', skipped);
     } finally {
       await staged.close();
     }
@@ -276,10 +286,23 @@ async function mergeLiveVolume(
  * paths are reached through `staged` (they may be longer than one system call accepts).
  */
 class LiveMerge {
+  private staged!: DirectoryRoot;
+
   constructor(
-    private readonly staged: DirectoryRoot,
     private readonly budget: MergeBudget,
+    /** A partial restore: what it chose, and whether a chosen path ends exactly as the backup has it. */
+    private readonly partial: { truncate: boolean; only?: RestoreSelection },
   ) {}
+
+  into(staged: DirectoryRoot): this {
+    this.staged = staged;
+    return this;
+  }
+
+  /** Whether the live volume has no say at `rel`: a chosen path restored with truncate. */
+  private replaced(rel: string): boolean {
+    return this.partial.truncate && this.partial.only?.restores(rel) === true;
+  }
 
   /** Adds to staging, under `prefix`, every entry of `live` that the backup does not have. */
   async directory(live: VolumeDir, prefix: string, skipped: ReadonlySet<string> = new Set()): Promise<void> {
@@ -295,10 +318,12 @@ class LiveMerge {
     const existing = await this.atStaged(rel, (target) => ignoreGone(() => lstatSync(target)));
     if (existing !== null) {
       // The backup has this path, so the backup's version wins, whatever either kind is. Only two
-      // real directories are merged further down.
-      if (existing.isDirectory() && stats.isDirectory()) await this.intoStaged(live, name, rel, existing);
+      // real directories are merged further down (not a chosen one, with truncate).
+      if (existing.isDirectory() && stats.isDirectory() && !this.replaced(rel))
+        await this.intoStaged(live, name, rel, existing, stats);
       return;
     }
+    if (this.replaced(rel)) return; // under a chosen path, and not in the backup: left out
     if (stats.isDirectory()) {
       await this.copyDirectory(live, name, rel);
     } else if (stats.isFile()) {
@@ -314,10 +339,26 @@ class LiveMerge {
     // Sockets, FIFOs and devices are not carried over.
   }
 
-  private async intoStaged(live: VolumeDir, name: string, rel: string, existing: Stats): Promise<void> {
+  private async intoStaged(
+    live: VolumeDir,
+    name: string,
+    rel: string,
+    existing: Stats,
+    liveStats: Stats,
+  ): Promise<void> {
     const merged = await inSubdirectory(live, name, (dir) => this.directory(dir, `${rel}/`));
+    if (!merged) return;
+    const { only } = this.partial;
+    if (only !== undefined && !only.restores(rel)) {
+      // Above a chosen path: the directory is the live one, its mode and times too.
+      await this.atStaged(rel, (target) => {
+        chmodSync(target, liveStats.mode & 0o7777);
+        utimesSync(target, liveStats.atime, liveStats.mtime);
+      });
+      return;
+    }
     // Adding entries changed the backup's mtime.
-    if (merged) await this.atStaged(rel, (target) => utimesSync(target, existing.atime, existing.mtime));
+    await this.atStaged(rel, (target) => utimesSync(target, existing.atime, existing.mtime));
   }
 
   private async copyDirectory(live: VolumeDir, name: string, rel: string): Promise<void> {

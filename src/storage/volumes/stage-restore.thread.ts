@@ -4,6 +4,7 @@ import { runThreadWork } from '../../shared/thread.ts';
 import { lowerThreadPriority } from '../../shared/thread-priority.ts';
 import type { ExtractReport, Progress } from '../archive/archive.types.ts';
 import { stageRestore, type StageOptions } from './restore-files.ts';
+import { RestoreSelection } from './restore-selection.ts';
 import type { StageRestoreInput } from './stage-restore.ts';
 import { fromStore } from '../stores/store-unreachable.ts';
 import { openSnapshot } from '../repository/open-snapshot.ts';
@@ -20,6 +21,7 @@ runThreadWork<ExtractReport, Progress>(async (signal, post) => {
     truncate: input.truncate,
     maxBytes: input.maxBytes,
     signal,
+    ...(input.only === undefined ? {} : { only: new RestoreSelection(input.only) }),
     ...(input.progressIntervalMs === undefined ? {} : { progressIntervalMs: input.progressIntervalMs }),
   };
   const onProgress = input.reportProgress ? post : undefined;

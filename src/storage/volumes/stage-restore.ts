@@ -3,13 +3,8 @@
  * the writes and the walk of the live volume keep their CPU work off the event loop that answers
  * HTTP, however large the archive.
  */
-import { reviveThreadError, runInThread, type ThreadError } from '../../shared/thread.ts';
-import {
-  ArchiveError,
-  type ArchiveFailure,
-  type ExtractReport,
-  type Progress,
-} from '../archive/archive.types.ts';
+import { runInThread } from '../../shared/thread.ts';
+import { reviveArchiveError, type ExtractReport, type Progress } from '../archive/archive.types.ts';
 import type { ArchiveLocation } from '../stores/backup-storage.ts';
 import type { RepositoryLocation } from '../repository/repository-location.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
@@ -38,6 +33,8 @@ export interface StageRestoreInput {
   archive: ArchiveLocation | SnapshotSource;
   truncate: boolean;
   maxBytes: number | null;
+  /** A partial restore's paths (RestoreSelection's). */
+  only?: string[];
   reportProgress: boolean;
   progressIntervalMs?: number;
 }
@@ -61,6 +58,7 @@ export function stageRestoreInThread(
     archive,
     truncate: options.truncate,
     maxBytes: options.maxBytes,
+    ...(options.only === undefined ? {} : { only: options.only.paths }),
     reportProgress: onProgress !== undefined,
     ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
   };
@@ -71,17 +69,7 @@ export function stageRestoreInThread(
     cleanUp: async (succeeded) => {
       if (!succeeded) await discardStaging(paths);
     },
-    reviveError,
+    reviveError: reviveArchiveError,
     resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
   });
-}
-
-function reviveError(error: ThreadError): Error {
-  if (error.name !== 'ArchiveError') return reviveThreadError(error);
-  const { reason, entry } = error.fields;
-  return new ArchiveError(
-    reason as ArchiveFailure,
-    error.message,
-    typeof entry === 'string' ? entry : undefined,
-  );
 }

@@ -141,7 +141,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Download a backup archive through a signed link */
+    /** Download a backup archive, or one file of a backup, through a signed link */
     get: {
       parameters: {
         query: {
@@ -1442,6 +1442,142 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/client/servers/{server}/backups/{backup}/files/list': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A directory of the backup, as the server's file manager lists one: directories first, then files, 1,000 a page (backup.download) */
+    get: {
+      parameters: {
+        query: {
+          /** @description A directory of the backup, from its root (`/`, `/world`). */
+          directory: string;
+          per_page: number;
+          page: number;
+        };
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The backup UUID. */
+          backup: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'list';
+              data: {
+                /** @enum {string} */
+                object: 'file_object';
+                attributes: {
+                  name: string;
+                  /** @description As `ls -l` shows it: `-rw-r--r--`, `drwxr-xr-x`. */
+                  mode: string;
+                  /** @description The permission bits in octal: `644`. */
+                  mode_bits: string;
+                  /** @description Bytes of a file; 0 for a directory. */
+                  size: number;
+                  is_file: boolean;
+                  /** @description Always false: backups do not keep links. */
+                  is_symlink: boolean;
+                  /** @description Guessed from the name; `inode/directory` for a directory. */
+                  mimetype: string;
+                  /** @description Backups keep no creation time: the modification time. */
+                  created_at: string;
+                  modified_at: string;
+                };
+              }[];
+              meta: {
+                pagination: {
+                  total: number;
+                  count: number;
+                  per_page: number;
+                  current_page: number;
+                  total_pages: number;
+                  links: {
+                    previous?: string;
+                    next?: string;
+                  };
+                };
+                /** @description The directory listed, normalized. */
+                directory: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/client/servers/{server}/backups/{backup}/files/download': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A link that downloads one file of the backup (a directory: a .tar.gz of it) without a token, for 15 minutes (backup.download) */
+    get: {
+      parameters: {
+        query: {
+          /** @description A file of the backup, or a directory (downloaded as a .tar.gz of what it holds). */
+          file: string;
+        };
+        header?: never;
+        path: {
+          /** @description The server UUID or its 8-character identifier. */
+          server: string;
+          /** @description The backup UUID. */
+          backup: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @enum {string} */
+              object: 'signed_url';
+              attributes: {
+                /** @description Downloads the archive, no token needed, for 15 minutes. */
+                url: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/client/servers/{server}/backups/{backup}/lock': {
     parameters: {
       query?: never;
@@ -1619,6 +1755,8 @@ export interface paths {
             truncate: boolean;
             /** @description Beyond Pterodactyl: before anything is replaced, keep the server’s files as they are as an automatic backup named for the restore, so that the restore can be undone. Unset: as the panel is set up (AERIE_RESTORE_UNDO_BACKUP). */
             undo_backup?: boolean;
+            /** @description Beyond Pterodactyl: restore only these paths of the backup (files or directories, from its root); the rest of the volume is left as it is. With `truncate`, each ends exactly as the backup has it (what is under it and not in the backup is removed); without, the backup’s versions are laid over it. */
+            files?: string[];
           };
         };
       };
