@@ -20,7 +20,8 @@ import { ProgressBar } from '../components/ProgressBar.tsx';
 import { Time } from '../components/Time.tsx';
 import { formatBackupSize, plural } from '../format.ts';
 import type { Can } from '../permissions.ts';
-import { useLocation, withParams } from '../router.tsx';
+import { navigate, useLocation, withParams } from '../router.tsx';
+import { BackupFilesDialog, browsedBackup, browseHref } from './BackupFilesDialog.tsx';
 import { BulkDeleteDialog, BulkDeleteResultNotice, type BulkOutcome } from './BulkDelete.tsx';
 import { CreateBackupDialog } from './CreateBackupDialog.tsx';
 import { useBackupNotices } from './notices.ts';
@@ -72,6 +73,7 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
   const location = useLocation();
   const page = Math.max(1, Number(location.search.get('page')) || 1);
   const backups = useBackups(id, page, { enabled: true, poll: !live });
+  const browsing = browsedBackup(location);
   const canDelete = can('backup.delete');
   const retention = useRetentionPolicy(id, canDelete);
   const [creating, setCreating] = useState(false);
@@ -261,6 +263,11 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
                       Download
                     </button>
                   ) : null}
+                  {can('backup.download') && done ? (
+                    <button type="button" onClick={() => navigate(browseHref(location, backup.uuid))}>
+                      Browse files
+                    </button>
+                  ) : null}
                   {can('backup.restore') && done ? (
                     <button
                       type="button"
@@ -305,6 +312,17 @@ export function BackupsTab({ id, server, can, live }: BackupsTabProps) {
       {creating ? (
         <CreateBackupDialog id={id} onStarted={announceBackup} onClose={() => setCreating(false)} />
       ) : null}
+      {browsing === null ? null : (
+        <BackupFilesDialog
+          key={browsing}
+          id={id}
+          uuid={browsing}
+          known={backups.data?.data.find((backup) => backup.attributes.uuid === browsing)}
+          can={can}
+          busy={busy}
+          onClose={() => navigate(browseHref(location, null))}
+        />
+      )}
       {restoring === null ? null : (
         <RestoreBackupDialog id={id} backup={restoring} onClose={() => setRestoring(null)} />
       )}
