@@ -141,7 +141,7 @@ export class RestoreJob implements JobHandler<Payload> {
         userAgent: '',
       });
     }
-    const progress = this.startProgress(backup);
+    const progress = this.startProgress(backup, only === undefined);
     let recorded = false;
     try {
       const server = await this.deps.servers.findByReference(serverId);
@@ -214,14 +214,18 @@ export class RestoreJob implements JobHandler<Payload> {
     }
   }
 
-  /** The restore's progress on the backup's row: it knows the archive's size and, often, its files. */
-  private startProgress(backup: Backup): ProgressReporter {
+  /**
+   * The restore's progress on the backup's row: for a whole restore it knows the archive's size
+   * and, often, its files.
+   */
+  private startProgress(backup: Backup, whole: boolean): ProgressReporter {
     const { backups, clock } = this.deps;
+    // A partial restore writes some of the backup: its totals are not the backup's, and unknown.
     return new ProgressReporter({ ...this.deps.progress, backups, clock }, backup, {
       operation: 'restore',
       phase: 'extracting',
-      bytesTotal: backup.bytes > 0 ? backup.bytes : null,
-      filesTotal: backup.files,
+      bytesTotal: whole && backup.bytes > 0 ? backup.bytes : null,
+      filesTotal: whole ? backup.files : null,
     });
   }
 
