@@ -23,3 +23,23 @@ export function IgnoredPatterns({ patterns }: { patterns: string[] }) {
     </details>
   );
 }
+
+/**
+ * The warning a restore that deletes first gives for a backup made with ignore patterns: files
+ * matching them (`where` says which: all, or those under the chosen folders) are deleted and not
+ * brought back, since the backup left them out.
+ */
+export function IgnoredLossWarning({ patterns, where }: { patterns: string[]; where: string }) {
+  return (
+    <div className="warning" role="alert" data-testid="truncate-ignored-warning">
+      <p>
+        <strong>
+          Files {where}matching {patterns.length === 1 ? 'this pattern' : 'these patterns'} will be deleted
+          and not brought back
+        </strong>
+        : the backup left them out, so they are not in it.
+      </p>
+      <PatternList patterns={patterns} />
+    </div>
+  );
+}

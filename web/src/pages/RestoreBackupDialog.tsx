@@ -4,7 +4,7 @@ import { api } from '../api/client.ts';
 import { keys, serverPath, updateServerStatus } from '../api/hooks.ts';
 import type { BackupAttributes } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { PatternList } from '../components/IgnoredPatterns.tsx';
+import { IgnoredLossWarning } from '../components/IgnoredPatterns.tsx';
 import { useAnnounceRestore } from './notices.ts';
 
 interface RestoreBackupDialogProps {
@@ -58,18 +58,7 @@ export function RestoreBackupDialog({ id, backup, onClose }: RestoreBackupDialog
           Files made since the backup are lost.
         </span>
       </label>
-      {truncate && ignored.length > 0 ? (
-        <div className="warning" role="alert" data-testid="truncate-ignored-warning">
-          <p>
-            <strong>
-              Files matching {ignored.length === 1 ? 'this pattern' : 'these patterns'} will be deleted and
-              not brought back
-            </strong>
-            : the backup left them out, so they are not in it.
-          </p>
-          <PatternList patterns={ignored} />
-        </div>
-      ) : null}
+      {truncate && ignored.length > 0 ? <IgnoredLossWarning patterns={ignored} where="" /> : null}
     </ConfirmDialog>
   );
 }

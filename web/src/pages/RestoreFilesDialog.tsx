@@ -4,7 +4,7 @@ import { api } from '../api/client.ts';
 import { keys, serverPath, updateServerStatus } from '../api/hooks.ts';
 import type { BackupAttributes } from '../api/types.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
-import { PatternList } from '../components/IgnoredPatterns.tsx';
+import { IgnoredLossWarning } from '../components/IgnoredPatterns.tsx';
 import { plural } from '../format.ts';
 import { useAnnounceRestore } from './notices.ts';
 
@@ -95,16 +95,7 @@ export function RestoreFilesDialog({ id, backup, chosen, onClose, onStarted }: R
         </span>
       </label>
       {truncate && anyDirectory && ignored.length > 0 ? (
-        <div className="warning" role="alert" data-testid="truncate-ignored-warning">
-          <p>
-            <strong>
-              Files under the chosen folders matching{' '}
-              {ignored.length === 1 ? 'this pattern' : 'these patterns'} will be deleted and not brought back
-            </strong>
-            : the backup left them out, so they are not in it.
-          </p>
-          <PatternList patterns={ignored} />
-        </div>
+        <IgnoredLossWarning patterns={ignored} where="under the chosen folders " />
       ) : null}
     </ConfirmDialog>
   );
