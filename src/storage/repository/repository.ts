@@ -173,6 +173,48 @@ export class Repository {
   }
 
   /**
+   * The contents of blobs that lie one after another in one pack (see `adjacent`), read with one
+   * range request and each checked as readBlob checks it: a download from S3 of a file of several
+   * chunks asks once, not once a chunk.
+   */
+  async readBlobRun(ids: readonly string[]): Promise<Buffer[]> {
+    if (ids.length === 1) return [await this.readBlob(ids[0]!)];
+    const places = ids.map((id) => {
+      const where = this.blobs.get(id);
+      if (where === undefined) throw new DamagedRepository(`blob ${id} is in no pack of the index`, id);
+      return where;
+    });
+    const first = places[0]!;
+    const last = places[places.length - 1]!;
+    if (!places.every((where, i) => i === 0 || this.adjacent(places[i - 1]!, where)))
+      throw new Error('readBlobRun reads blobs that lie one after another in one pack');
+    let stored: Buffer;
+    try {
+      stored = await this.store.getRange(
+        packKey(first.pack),
+        first.offset,
+        last.offset + last.length - first.offset,
+      );
+    } catch (error) {
+      if (error instanceof RepositoryMissing)
+        throw new DamagedRepository(`pack ${first.pack} is missing (it holds blob ${ids[0]!})`, first.pack);
+      throw error;
+    }
+    return Promise.all(
+      ids.map((id, i) => {
+        const where = places[i]!;
+        const start = where.offset - first.offset;
+        return checkBlob(id, where, stored.subarray(start, Math.min(start + where.length, stored.length)));
+      }),
+    );
+  }
+
+  /** Whether blob `next` starts in the same pack right where `previous` ends. */
+  adjacent(previous: BlobLocation, next: BlobLocation): boolean {
+    return next.pack === previous.pack && next.offset === previous.offset + previous.length;
+  }
+
+  /**
    * A blob's content, checked as readBlob checks it, in a buffer to give back with `release`
    * once the content has been used (written out): a reader of many blobs then reuses a few
    * buffers instead of asking the system for fresh memory for each blob. In a worker thread (a

@@ -2,7 +2,8 @@
  * Reads a snapshot back: its entries depth-first in name order (a directory before what it
  * holds, as a tar lists them), and each file's content, chunk by chunk, every chunk checked
  * against its hash as it arrives. Chunks are fetched ahead of the reader, across files, several
- * at a time (a pack range each on S3) within a fixed budget of bytes, so that a restore or a
+ * at a time (a pack range each on S3; for a reader that keeps what it reads, a download, one range
+ * for a run of a file's chunks that lie one after another in a pack) within a fixed budget of bytes, so that a restore or a
  * download waits on storage as little as it can while memory stays bounded whatever the size.
  */
 import { DamagedRepository, type FileNode, type TreeNode } from './tree.ts';
@@ -12,6 +13,8 @@ import type { PooledBlob, Repository } from './repository.ts';
 const AHEAD_BYTES = 48 * 1024 * 1024;
 /** Chunk reads in flight at once, at most. */
 const AHEAD_READS = 8;
+/** Bytes of chunks one read asks for at most, when they lie one after another in a pack. */
+const RUN_BYTES = 4 * 1024 * 1024;
 
 export interface SnapshotEntry {
   /** Path inside the volume, `/`-separated, no leading `/`. */
@@ -131,6 +134,10 @@ class ReadAhead {
     const chunks = item.node.chunks;
     while (item.reads.length < chunks.length) {
       if (this.reads >= AHEAD_READS || (this.bytes > 0 && this.bytes >= AHEAD_BYTES)) return false;
+      if (!this.reuseBuffers) {
+        this.startRun(item);
+        continue;
+      }
       {
         const index = item.reads.length;
         const size = item.sizes[index]!;
@@ -153,6 +160,44 @@ class ReadAhead {
       }
     }
     return true;
+  }
+
+  /**
+   * Starts one read of the next chunks of `item` that lie one after another in one pack, up to
+   * RUN_BYTES (one request to the store, not one a chunk): for readers that keep what they read
+   * (a download), whose chunks are not read into pooled buffers.
+   */
+  private startRun(item: Queued): void {
+    const chunks = (item.node as FileNode).chunks;
+    const from = item.reads.length;
+    let to = from + 1;
+    let bytes = item.sizes[from]!;
+    for (; to < chunks.length && bytes + item.sizes[to]! <= RUN_BYTES; to++) {
+      const previous = this.repository.location(chunks[to - 1]!)!;
+      const next = this.repository.location(chunks[to]!)!;
+      if (!this.repository.adjacent(previous, next)) break;
+      bytes += item.sizes[to]!;
+    }
+    this.bytes += bytes;
+    this.reads += 1;
+    const run = this.repository.readBlobRun(chunks.slice(from, to)).then(
+      (contents) => {
+        this.reads -= 1;
+        return contents;
+      },
+      (error: unknown) => {
+        this.reads -= 1;
+        throw error instanceof DamagedRepository
+          ? new DamagedRepository(`${item.rel}: ${error.message}`, error.object)
+          : error;
+      },
+    );
+    run.catch(() => {}); // awaited by the reader, unless the read is abandoned
+    for (let index = from; index < to; index++) {
+      const read = run.then((contents) => ({ content: contents[index - from]!, release: () => undefined }));
+      read.catch(() => {});
+      item.reads.push(read);
+    }
   }
 
   shift(): (SnapshotEntry & { settle(): Promise<void> }) | undefined {

@@ -266,6 +266,28 @@ describe.each([local, onS3])('a snapshot repository in $name', (backend) => {
     expect(order).toEqual([...order].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
   });
 
+  it('reads a file whose chunks lie one after another in a pack with one range request', async () => {
+    const store = await backend.create();
+    const { volume } = await makeVolume();
+    const record = await snap(volume, store);
+    const reader = backend.reopen(store);
+    const repository = await Repository.open(reader);
+    const random = await fileNode(repository, record.tree, RANDOM_FILE);
+    expect(random.chunks.length).toBeGreaterThan(2);
+    const ranges = vi.spyOn(reader, 'getRange');
+    const found = await readBack(repository, record.tree);
+    expect(found).toEqual(await expected(volume));
+    // One request for the run of the random file's chunks (stored as they are, one after another).
+    const places = random.chunks.map((id) => repository.location(id)!);
+    const forIt = ranges.mock.calls.filter(([, offset]) => offset === places[0]!.offset);
+    expect(forIt).toHaveLength(1);
+    const last = places[places.length - 1]!;
+    expect(forIt[0]![2]).toBe(last.offset + last.length - places[0]!.offset);
+    expect(
+      ranges.mock.calls.some(([, offset]) => places.slice(1).some((where) => where.offset === offset)),
+    ).toBe(false);
+  });
+
   it('adds next to nothing for a second snapshot of the unchanged volume', async () => {
     const store = await backend.create();
     const { volume, bytes } = await makeVolume();
