@@ -5,7 +5,9 @@ import { lowerThreadPriority } from '../shared/thread-priority.ts';
 import { catalogArchive } from '../storage/catalog/archive-catalog.ts';
 import type { CatalogSummary } from '../storage/catalog/backup-catalog.ts';
 import { catalogSnapshot } from '../storage/catalog/snapshot-catalog.ts';
+import { ArchiveError } from '../storage/archive/archive.types.ts';
 import { openSnapshot } from '../storage/repository/open-snapshot.ts';
+import { DamagedRepository } from '../storage/repository/tree.ts';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
 import type { CatalogWorkInput } from './backup-catalog-work.ts';
 
@@ -16,6 +18,11 @@ runThreadWork<CatalogSummary>(async (signal) => {
     const { store, repository, record } = await openSnapshot(source.repository, backup.id, backup.sha256);
     try {
       return await fromStore(() => catalogSnapshot(repository, record.tree, target, backup, signal));
+    } catch (error) {
+      // A tree that is not what Aerie wrote: said as a restore of it would say it.
+      if (error instanceof DamagedRepository)
+        throw new ArchiveError('corrupt', `the backup's stored data is damaged: ${error.message}`);
+      throw error;
     } finally {
       await store.close();
     }

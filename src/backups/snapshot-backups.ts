@@ -15,6 +15,8 @@ import {
 } from '../storage/repository/repository-location.ts';
 import { openSnapshot } from '../storage/repository/open-snapshot.ts';
 import type { Repository } from '../storage/repository/repository.ts';
+import { DamagedRepository } from '../storage/repository/tree.ts';
+import { ArchiveError } from '../storage/archive/archive.types.ts';
 import { findSnapshotPath, snapshotFileContent } from '../storage/repository/snapshot-paths.ts';
 import { saveRestoreBase } from '../storage/repository/restored-tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
@@ -228,7 +230,11 @@ export class SnapshotBackups {
     root: string,
     parts: readonly string[],
   ): Promise<PathDownload | null> {
-    const node = await findSnapshotPath(repository, root, parts);
+    const node = await findSnapshotPath(repository, root, parts).catch((error: unknown) => {
+      if (error instanceof DamagedRepository)
+        throw new ArchiveError('corrupt', `the backup's stored data is damaged: ${error.message}`);
+      throw error;
+    });
     if (node === null) return null;
     if (node.type === 'file')
       return { kind: 'file', stream: snapshotFileContent(repository, node), bytes: node.size };
