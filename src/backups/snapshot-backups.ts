@@ -18,6 +18,7 @@ import type { Repository } from '../storage/repository/repository.ts';
 import { DamagedRepository } from '../storage/repository/tree.ts';
 import { ArchiveError } from '../storage/archive/archive.types.ts';
 import { findSnapshotPath, snapshotFileContent } from '../storage/repository/snapshot-paths.ts';
+import { snapshotTarGzInThread } from '../storage/repository/snapshot-download.ts';
 import { saveRestoreBase } from '../storage/repository/restored-tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
@@ -213,7 +214,7 @@ export class SnapshotBackups {
         const opened = await openSnapshot(this.repositoryOf(backup), backup.id, backup.sha256);
         let found: PathDownload | null;
         try {
-          found = await this.openPath(opened.repository, opened.record.tree, parts);
+          found = await this.openPath(backup, opened.repository, opened.record.tree, parts);
         } catch (error) {
           await opened.store.close();
           throw error;
@@ -226,6 +227,7 @@ export class SnapshotBackups {
   }
 
   private async openPath(
+    backup: Backup,
     repository: Repository,
     root: string,
     parts: readonly string[],
@@ -238,25 +240,25 @@ export class SnapshotBackups {
     if (node === null) return null;
     if (node.type === 'file')
       return { kind: 'file', stream: snapshotFileContent(repository, node), bytes: node.size };
-    const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
-    return { kind: 'directory', stream: snapshotTarGz(repository, node.tree), bytes: null };
+    // A directory's .tar.gz is made in a thread of its own, as the whole backup's is.
+    const stream = await snapshotTarGzInThread({
+      repository: this.repositoryOf(backup),
+      backupId: backup.id,
+      sha256: backup.sha256,
+      parts: [...parts],
+    });
+    return stream === null ? null : { kind: 'directory', stream, bytes: null };
   }
 
   private async openTarGz(backup: Backup): Promise<Readable> {
     // Never another snapshot than the one the backup recorded (a restore refuses it too).
-    const { store, repository, record } = await openSnapshot(
-      this.repositoryOf(backup),
-      backup.id,
-      backup.sha256,
-    );
-    try {
-      const { snapshotTarGz } = await import('../storage/repository/snapshot-tar.ts');
-      const stream = snapshotTarGz(repository, record.tree);
-      stream.once('close', () => void store.close());
-      return stream;
-    } catch (error) {
-      await store.close();
-      throw error;
-    }
+    const stream = await snapshotTarGzInThread({
+      repository: this.repositoryOf(backup),
+      backupId: backup.id,
+      sha256: backup.sha256,
+      parts: [],
+    });
+    if (stream === null) throw new ArchiveError('corrupt', 'the snapshot has no root directory');
+    return stream;
   }
 }

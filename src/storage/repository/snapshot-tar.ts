@@ -23,6 +23,7 @@
  * archive is left without its end and the response fails, so no reader takes it for a whole one.
  */
 import { Readable } from 'node:stream';
+import { isMainThread } from 'node:worker_threads';
 import { parallelGzip } from '../archive/parallel-gzip.ts';
 import { tarHeader } from '../archive/tar-header.ts';
 import type { Repository } from './repository.ts';
@@ -151,7 +152,9 @@ export async function* snapshotTar(
   signal?: AbortSignal,
 ): AsyncGenerator<Buffer, void, undefined> {
   const source = signal === undefined ? repository : stoppable(repository, signal);
-  for await (const entry of readSnapshot(source, treeId)) {
+  // A worker thread reads into pooled buffers, each checked beside it (the compressor copies
+  // each chunk before asking for the next); the main thread reads into buffers of their own.
+  for await (const entry of readSnapshot(source, treeId, { reuseBuffers: !isMainThread })) {
     signal?.throwIfAborted();
     const { rel, node } = entry;
     if (node.type === 'dir') {
