@@ -598,7 +598,7 @@ export class BackupManagementService {
       this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id),
     );
     const kind = entry.directory ? 'directory' : 'file';
-    const stream = archivePathStream({ archive, rel: normalized.slice(1), kind });
+    const stream = archivePathStream({ archive, rel: normalized.slice(1), kind, sha256: backup.sha256 });
     return { kind, stream, bytes: entry.directory ? null : entry.size };
   }
 

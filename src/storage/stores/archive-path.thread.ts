@@ -2,11 +2,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createGzip } from 'node:zlib';
 import { lowerThreadPriority } from '../../shared/thread-priority.ts';
+import { createHash } from 'node:crypto';
 import { readArchive } from '../archive/archive-reader.ts';
+import { ArchiveError } from '../archive/archive.types.ts';
 import { CHUNKS_AHEAD, type ArchivePathInput, type ArchivePathMessage } from './archive-path.ts';
 import { tarHeader } from '../archive/tar-header.ts';
 
-const { archive, rel, kind } = workerData as ArchivePathInput;
+const { archive, rel, kind, sha256 } = workerData as ArchivePathInput;
 const port = parentPort!;
 lowerThreadPriority();
 
@@ -26,21 +28,38 @@ async function send(bytes: Uint8Array): Promise<void> {
   while (ahead >= CHUNKS_AHEAD) await new Promise<void>((resolve) => (creditWaiter = resolve));
 }
 
-/** Thrown to stop reading once the file is sent. */
-class Done extends Error {}
+/**
+ * Reads the whole archive, its SHA-256 taken on the way, handing each entry to `onEntry`; fails
+ * once the read is over if the archive is not the backup's. What must not reach the reader before
+ * that (the last bytes of what is sent) is held back by the caller until this resolves.
+ */
+async function readChecked(
+  source: string | import('node:stream').Readable,
+  onEntry: Parameters<typeof readArchive>[1],
+): Promise<void> {
+  const hash = createHash('sha256');
+  await readArchive(source, onEntry, { onFileData: (chunk) => hash.update(chunk) });
+  if (sha256 !== null && hash.digest('hex') !== sha256)
+    throw new ArchiveError('checksum-mismatch', 'the backup archive does not match its checksum');
+}
 
+/**
+ * The file's bytes, all but its last chunk sent as they are read: the last goes only once the
+ * whole archive has proved to be the backup's, so a reader of an archive that was swapped or
+ * damaged gets fewer bytes than the file's length, never a whole file that is not the backup's.
+ */
 async function sendFile(source: string | import('node:stream').Readable): Promise<boolean> {
   let found = false;
-  try {
-    await readArchive(source, async (entry) => {
-      if (entry.rel !== rel || entry.kind !== 'file') return;
-      found = true;
-      await entry.readBody((chunk) => send(chunk));
-      throw new Done();
+  let held: Buffer | null = null;
+  await readChecked(source, async (entry) => {
+    if (found || entry.rel !== rel || entry.kind !== 'file') return;
+    found = true;
+    await entry.readBody(async (chunk) => {
+      if (held !== null) await send(held);
+      held = Buffer.from(chunk); // the reader's buffer may be reused
     });
-  } catch (error) {
-    if (!(error instanceof Done)) throw error;
-  }
+  });
+  if (held !== null) await send(held);
   return found;
 }
 
@@ -58,7 +77,8 @@ async function sendDirectory(source: string | import('node:stream').Readable): P
     if (!gzip.write(bytes)) await new Promise((resolve) => gzip.once('drain', resolve));
     await flush();
   };
-  await readArchive(source, async (entry) => {
+  // The end of the .tar.gz is written only once the archive has proved to be the backup's.
+  await readChecked(source, async (entry) => {
     if (entry.rel === rel && entry.kind === 'directory') found = true;
     if (!entry.rel.startsWith(prefix) || (entry.kind !== 'file' && entry.kind !== 'directory')) return;
     found = true;

@@ -1,8 +1,8 @@
 /**
  * One path of a .tar.gz backup, sent as it is read: a file's content, or a directory as a .tar.gz
  * of what it holds (its paths relative to it). The archive is read in a worker thread (gunzip, tar
- * parsing, and for a directory the new archive's compression), only as far as needed for a file,
- * and the bytes come back a few chunks at a time: nothing is written to disk, memory stays
+ * parsing, and for a directory the new archive's compression), whole, its checksum checked before
+ * the last bytes go out, and the bytes come back a few chunks at a time: nothing is written to disk, memory stays
  * bounded, and the thread answering HTTP only copies bytes out.
  */
 import { Readable } from 'node:stream';
@@ -18,6 +18,8 @@ export interface ArchivePathInput {
   /** The path in the archive (as checkEntryPath gives it: no leading `/`). */
   rel: string;
   kind: 'file' | 'directory';
+  /** The backup's checksum: the archive is read whole and checked against it before the end is sent. */
+  sha256: string | null;
 }
 
 /** What the thread sends: bytes, then the end (or a failure). */
