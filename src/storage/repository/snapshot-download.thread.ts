@@ -10,8 +10,7 @@ import {
   type SnapshotDownloadMessage,
 } from './snapshot-download.ts';
 import { findSnapshotPath } from './snapshot-paths.ts';
-import { parallelGzip } from '../archive/parallel-gzip.ts';
-import { snapshotTar } from './snapshot-tar.ts';
+import { snapshotTarGz } from './snapshot-tar.ts';
 import { DamagedRepository } from './tree.ts';
 
 const input = workerData as SnapshotDownloadInput;
@@ -38,21 +37,18 @@ async function main(): Promise<void> {
       return;
     }
     post({ ready: true, found: true });
-    // The archive writer's settings (1 MiB members, level 6): the same tar gives the same bytes.
-    const gzip = parallelGzip();
+    const stream = snapshotTarGz(repository, node.tree);
     try {
-      for await (const member of fromStoreEach(gzip(snapshotTar(repository, node.tree)))) {
-        // Copied into memory of its own, moved (not copied again) to the other thread; the
-        // compressor's buffer goes back to it at once.
-        const bytes = new Uint8Array(member.length);
-        bytes.set(member);
-        gzip.release(member);
-        post({ member: bytes }, [bytes.buffer]);
+      for await (const member of fromStoreEach(stream[Symbol.asyncIterator]() as AsyncGenerator<Buffer>)) {
+        // Each member owns its whole ArrayBuffer (snapshotTarGzMembers): moved, not copied.
+        post({ member: new Uint8Array(member.buffer, member.byteOffset, member.byteLength) }, [
+          member.buffer as ArrayBuffer,
+        ]);
         ahead++;
         while (ahead >= MEMBERS_AHEAD) await new Promise<void>((resolve) => (wake = resolve));
       }
     } finally {
-      await gzip.threadsEnded();
+      stream.destroy();
     }
     post({ end: true });
   } finally {

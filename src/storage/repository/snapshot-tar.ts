@@ -118,7 +118,8 @@ class SnapshotTarStream extends Readable {
 
 /**
  * The compressed archive, member by member (gzip members of about 1 MiB of tar each, which read
- * as one gzip stream). Each member is a copy of its own: the compressor's buffer it came in is
+ * as one gzip stream). Each member is a copy of its own, the whole of its ArrayBuffer (a consumer
+ * may transfer it to another thread): the compressor's buffer it came in is
  * handed back at once, to be filled with a later block (the consumer may hold the copy as long
  * as it likes, in a socket's queue say). Aborting `signal` fails it at its next step, and no read
  * of the repository starts after that; ending the iteration early stops the reads too. Either
@@ -133,9 +134,11 @@ export async function* snapshotTarGzMembers(
   const gzip = parallelGzip();
   try {
     for await (const member of gzip(snapshotTar(repository, treeId, signal))) {
-      const copy = Buffer.from(member);
+      // A copy in memory of its own (never a slice of Node's shared pool), which a consumer may
+      // move to another thread.
+      const own = new Uint8Array(member);
       gzip.release(member);
-      yield copy;
+      yield Buffer.from(own.buffer, 0, own.length);
     }
   } finally {
     await gzip.threadsEnded();
