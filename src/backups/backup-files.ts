@@ -6,7 +6,8 @@
 import path from 'node:path';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { AuthenticatedContext } from '../users/actor.ts';
-import { DisplayError, NotFoundError } from '../shared/errors.ts';
+import { DisplayError, NotFoundError, ValidationError } from '../shared/errors.ts';
+import { DOWNLOAD_TOKEN_MAX } from './backup.schema.ts';
 import type { Page } from '../shared/page.ts';
 import { ArchiveError } from '../storage/archive/archive.types.ts';
 import type { BackupStorage } from '../storage/stores/backup-storage.ts';
@@ -88,6 +89,11 @@ export class BackupFiles {
       expires,
       path: normalized,
     });
+    // A path of names that JSON escapes (control characters) can make a token too long to follow.
+    if (token.length > DOWNLOAD_TOKEN_MAX)
+      throw new ValidationError([
+        { field: 'file', rule: 'path', message: 'The file path is too long to make a download link for.' },
+      ]);
     await this.deps.activity.record(
       context,
       backupEntry('server:backup.download', context.actor, backup, { file: normalized }),

@@ -140,8 +140,10 @@ export const SignedUrlSchema = Type.Object({
 });
 export type SignedUrl = Static<typeof SignedUrlSchema>;
 
-// A link to one path of a backup carries the path: up to 4,096 bytes, in base64.
-export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: 8192 }) });
+/** The longest download token: a link to one path of a backup carries the path (in base64). */
+export const DOWNLOAD_TOKEN_MAX = 8192;
+
+export const DownloadQuerySchema = Type.Object({ token: Type.String({ maxLength: DOWNLOAD_TOKEN_MAX }) });
 
 /** The most backups one bulk delete names. */
 export const BULK_DELETE_MAX = 100;

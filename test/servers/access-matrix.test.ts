@@ -64,6 +64,8 @@ interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** With {server}, {backup}, {schedule}, {task}, {user}, {identifier} placeholders. */
   path: string;
+  /** A valid query string, sent after the path (not part of the route's name). */
+  query?: string;
   need: Need;
   /** A valid body (a function when it needs what only exists once the suite has started). */
   body?:
@@ -177,6 +179,21 @@ const ROUTES: Route[] = [
   },
   { method: 'GET', path: `${BACKUPS}/{backup}`, need: 'backup.read', success: 200 },
   { method: 'GET', path: `${BACKUPS}/{backup}/download`, need: 'backup.download', success: 200 },
+  // Looking inside a backup (beyond Pterodactyl).
+  {
+    method: 'GET',
+    path: `${BACKUPS}/{backup}/files/list`,
+    query: 'directory=/',
+    need: 'backup.download',
+    success: 200,
+  },
+  {
+    method: 'GET',
+    path: `${BACKUPS}/{backup}/files/download`,
+    query: 'file=/',
+    need: 'backup.download',
+    success: 200,
+  },
   {
     method: 'POST',
     path: `${BACKUPS}/{backup}/lock`,
@@ -486,7 +503,7 @@ async function call(route: Route, url: string, caller: Caller): Promise<LightMyR
   const body = typeof route.body === 'function' ? await route.body(caller) : route.body;
   const options: InjectOptions = {
     method: route.method,
-    url,
+    url: route.query === undefined ? url : `${url}?${route.query}`,
     headers: bearer(tokens[caller]),
     ...(body === undefined ? {} : { payload: body }),
   };

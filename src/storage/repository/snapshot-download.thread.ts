@@ -40,10 +40,12 @@ async function main(): Promise<void> {
     const stream = snapshotTarGz(repository, node.tree);
     try {
       for await (const member of fromStoreEach(stream[Symbol.asyncIterator]() as AsyncGenerator<Buffer>)) {
-        // Each member owns its whole ArrayBuffer (snapshotTarGzMembers): moved, not copied.
-        post({ member: new Uint8Array(member.buffer, member.byteOffset, member.byteLength) }, [
-          member.buffer as ArrayBuffer,
-        ]);
+        // A member owns its whole ArrayBuffer (snapshotTarGzMembers): moved, not copied. What the
+        // stream joined from several (a small archive) may be a slice of Node's shared pool,
+        // which cannot move: that is copied first.
+        const owns = member.byteOffset === 0 && member.byteLength === member.buffer.byteLength;
+        const bytes = owns ? new Uint8Array(member.buffer, 0, member.byteLength) : new Uint8Array(member);
+        post({ member: bytes }, [bytes.buffer as ArrayBuffer]);
         ahead++;
         while (ahead >= MEMBERS_AHEAD) await new Promise<void>((resolve) => (wake = resolve));
       }
