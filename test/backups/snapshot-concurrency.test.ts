@@ -610,7 +610,10 @@ describe('processes killed (SIGKILL) in the middle of their work', () => {
       } else {
         const pattern = at.file!;
         const killed = await killWhen(backup, (file, there) => there && pattern.test(file));
-        expect(killed, `the killed backup never ${at.what}: ${backup.proc.output()}`).toBe(true);
+        // Its index is written in a moment: a fast machine may write and rename it before the
+        // watcher sees it (the backup then finishes: taken below as any other).
+        if (at.file !== INDEX_BEING_WRITTEN)
+          expect(killed, `the killed backup never ${at.what}: ${backup.proc.output()}`).toBe(true);
       }
       const { code, output } = await backup.done;
       const row = await app.db.kysely
