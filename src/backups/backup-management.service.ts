@@ -49,6 +49,7 @@ import type { CheckProgress, CheckReport } from '../storage/repository/check.ts'
 import type { PruneProgress, PruneReport } from '../storage/repository/prune.ts';
 import type { DownloadSigner } from './download-signer.ts';
 import { parseIgnored } from './ignore-patterns.ts';
+import { explainedDownload } from './download-failure.ts';
 
 const DOWNLOAD_LINK_SECONDS = 15 * 60;
 /** How often a backup made from the command line shows a sign of life when no progress comes. */
@@ -555,7 +556,12 @@ export class BackupManagementService {
           throw new DisplayError(`This backup cannot be downloaded: ${error.message}.`);
         throw error;
       });
-      return { stream, filename: downloadName(backup), bytes: null, type: 'application/gzip' };
+      return {
+        stream: explainedDownload(stream, 'This backup'),
+        filename: downloadName(backup),
+        bytes: null,
+        type: 'application/gzip',
+      };
     }
     const stream = await this.deps.storageOf(backup.disk).get(grant.serverId, grant.backupId);
     return { stream, filename: downloadName(backup), bytes: backup.bytes, type: 'application/gzip' };
@@ -579,9 +585,10 @@ export class BackupManagementService {
     );
     // A header-safe name: what the browser saves it as.
     const name = safeName(path.posix.basename(normalized)) || safeName(backup.name) || 'backup';
+    const stream = explainedDownload(found.stream, found.kind === 'file' ? 'This file' : 'This directory');
     return found.kind === 'file'
-      ? { stream: found.stream, filename: name, bytes: found.bytes, type: 'application/octet-stream' }
-      : { stream: found.stream, filename: `${name}.tar.gz`, bytes: null, type: 'application/gzip' };
+      ? { stream, filename: name, bytes: found.bytes, type: 'application/octet-stream' }
+      : { stream, filename: `${name}.tar.gz`, bytes: null, type: 'application/gzip' };
   }
 
   /** A snapshot's path from its trees; an archive's read from the archive, as its catalog says it is. */

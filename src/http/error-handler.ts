@@ -36,6 +36,10 @@ const DATABASE_RETRY_AFTER_SECONDS = 5;
  */
 export function installErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A route may have set the headers of what it meant to send (a download's type, length and
+    // file name) before it failed: the error goes out as JSON instead.
+    reply.removeHeader('content-length').removeHeader('content-disposition');
+    reply.type('application/json; charset=utf-8');
     if (error.validation) {
       const part = (error as { validationContext?: string }).validationContext ?? 'body';
       // A path segment that fails its schema (too long to be any id) names nothing: 404, like

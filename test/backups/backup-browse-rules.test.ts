@@ -31,8 +31,8 @@ import {
   backupsUrl,
   backupThroughApi,
   deleteBackup,
-  filesUsing,
-  flipByteInData,
+  chunksOf,
+  flipByteInBlob,
   insertSnapshotBackup,
   listeningUrl,
   repositoryDir,
@@ -738,13 +738,14 @@ describe('a damaged repository', () => {
     expect((await list(server, backup.uuid, '/')).statusCode).toBe(200);
   });
 
-  it('fails the download of a damaged file instead of sending wrong bytes', async () => {
-    const { blob } = await flipByteInData(repositoryDir(app, server.id));
-    expect(await filesUsing(app, server.id, backup.uuid, blob)).toEqual(['big.bin']);
+  it('cuts the download of a file damaged part-way instead of sending wrong bytes', async () => {
+    const chunks = await chunksOf(app, server.id, backup.uuid, 'big.bin');
+    expect(chunks.length).toBeGreaterThan(1);
+    await flipByteInBlob(repositoryDir(app, server.id), chunks[chunks.length - 1]!);
 
     const signed = await signedLink(server, backup.uuid, '/big.bin');
     const res = await fetch(`${await listeningUrl(app)}${signed}`);
-    // The headers go out before the bad chunk is read: a 200 with the file's length...
+    // Its first chunk is whole: the headers go out with it, a 200 with the file's length...
     expect(res.status).toBe(200);
     expect(res.headers.get('content-length')).toBe(String(big.length));
     // ...then the body stops short and the connection is cut, so no reader takes it for the file.
@@ -767,6 +768,17 @@ describe('a damaged repository', () => {
     const ok = await fetchLink(await signedLink(server, backup.uuid, '/ok.txt'));
     expect(ok.status).toBe(200);
     expect(ok.body.toString()).toBe('intact\n');
+  });
+
+  it('answers a download whose first chunk is damaged with an error naming the damage', async () => {
+    const [first] = await chunksOf(app, server.id, backup.uuid, 'big.bin');
+    await flipByteInBlob(repositoryDir(app, server.id), first!);
+    const res = await fetchLink(await signedLink(server, backup.uuid, '/big.bin'));
+    expect(res.status, res.body.toString()).toBe(400);
+    const [error] = (JSON.parse(res.body.toString()) as ErrorBody).errors;
+    expect(error!.code).toBe('DisplayException');
+    expect(error!.detail).toMatch(/^This file cannot be downloaded: the backup's stored data is damaged: /);
+    expect(error!.detail).toContain(first!);
   });
 
   it('fails a partial restore of the damaged file, leaving the volume as it was', async () => {

@@ -266,6 +266,28 @@ export async function packHeader(file: string): Promise<BlobLine[]> {
   return header.blobs;
 }
 
+/** Flips one byte in the middle of one blob, wherever it is packed, as storage damage would. */
+export async function flipByteInBlob(repository: string, blob: string): Promise<void> {
+  for (const pack of await packFiles(repository)) {
+    const line = (await packHeader(pack.file)).find(([id]) => id === blob);
+    if (line === undefined) continue;
+    const [, , offset, length] = line;
+    await flipBits(pack.file, offset + Math.floor(length / 2), 0xff);
+    return;
+  }
+  throw new Error(`no pack of ${repository} holds ${blob}`);
+}
+
+/** The chunk ids of one file of a snapshot, in order (`rel` relative to the volume). */
+export async function chunksOf(app: TestApp, serverId: string, backupId: string, rel: string) {
+  return withRepository(app, serverId, async (repository) => {
+    const { record } = await repository.loadSnapshot(backupId);
+    for await (const found of walkTree(repository, record.tree))
+      if (found.rel === rel && found.node.type === 'file') return found.node.chunks;
+    throw new Error(`no file ${rel} in ${backupId}`);
+  });
+}
+
 /**
  * Flips one byte in the middle of the largest data blob of the repository's largest pack, as
  * storage damage would; returns the blob's id and its pack's.
