@@ -18,7 +18,7 @@ import type { Repository } from '../storage/repository/repository.ts';
 import { DamagedRepository } from '../storage/repository/tree.ts';
 import { ArchiveError } from '../storage/archive/archive.types.ts';
 import { findSnapshotPath, snapshotFileContent } from '../storage/repository/snapshot-paths.ts';
-import { snapshotTarGzInThread } from '../storage/repository/snapshot-download.ts';
+import { snapshotTarGzInProcess } from '../storage/repository/snapshot-download.ts';
 import { saveRestoreBase } from '../storage/repository/restored-tree.ts';
 import type { Progress } from '../storage/archive/archive.types.ts';
 import type { BackupRepository } from './backup.repository.ts';
@@ -240,8 +240,8 @@ export class SnapshotBackups {
     if (node === null) return null;
     if (node.type === 'file')
       return { kind: 'file', stream: snapshotFileContent(repository, node), bytes: node.size };
-    // A directory's .tar.gz is made in a thread of its own, as the whole backup's is.
-    const stream = await snapshotTarGzInThread({
+    // A directory's .tar.gz is made in a process of its own, as the whole backup's is.
+    const stream = await snapshotTarGzInProcess({
       repository: this.repositoryOf(backup),
       backupId: backup.id,
       sha256: backup.sha256,
@@ -252,7 +252,7 @@ export class SnapshotBackups {
 
   private async openTarGz(backup: Backup): Promise<Readable> {
     // Never another snapshot than the one the backup recorded (a restore refuses it too).
-    const stream = await snapshotTarGzInThread({
+    const stream = await snapshotTarGzInProcess({
       repository: this.repositoryOf(backup),
       backupId: backup.id,
       sha256: backup.sha256,

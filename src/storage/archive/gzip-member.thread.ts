@@ -7,11 +7,9 @@
  * about one block's worth, however long the archive. A `close` message lets the thread end.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { gzipSync } from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { lowerThreadPriority } from '../../shared/thread-priority.ts';
-import { looksIncompressible } from './compressibility.ts';
-import { gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
+import { compressBlock, type GzipBlock } from './gzip-member.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('gzip-member.thread runs in a worker thread');
@@ -23,22 +21,7 @@ port.on('message', (message: GzipBlock | 'close') => {
     port.close();
     return;
   }
-  port.postMessage(compress(message), [message.buffer]);
+  port.postMessage(compressBlock(message, level), [message.buffer]);
   // zlib's output and the block's bookkeeping, now unreachable (compress has returned).
   collectGarbage('young');
 });
-
-/** Compresses the block and writes its member over it, in the block's own buffer. */
-function compress(block: GzipBlock): GzipMember {
-  const input = new Uint8Array(block.buffer, 0, block.length);
-  // One output chunk big enough for any member of the block: zlib allocates it once, and the
-  // member is copied out of it whole.
-  const compressed = gzipSync(input, {
-    level: looksIncompressible(input) ? 0 : level,
-    chunkSize: gzipMemberBound(block.length),
-  });
-  if (compressed.length > block.buffer.byteLength)
-    throw new Error(`a gzip member of ${compressed.length} bytes does not fit its block's buffer`);
-  new Uint8Array(block.buffer).set(compressed);
-  return { buffer: block.buffer, length: compressed.length };
-}

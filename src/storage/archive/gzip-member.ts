@@ -1,4 +1,6 @@
-/** What `parallelGzip` and its compression threads send each other. */
+/** What `parallelGzip` and its compression threads send each other, and the compression itself. */
+import zlib, { gzipSync } from 'node:zlib';
+import { looksIncompressible } from './compressibility.ts';
 
 /** A block sent to a compression thread: the first `length` bytes of `buffer`. */
 export interface GzipBlock {
@@ -21,4 +23,79 @@ export interface GzipMember {
  */
 export function gzipMemberBound(bytes: number): number {
   return Math.max(64 * 1024, bytes + (bytes >> 12) + (bytes >> 14) + 1024);
+}
+
+/** zlib's native handle, as a zlib object holds it (what `writeSync` below needs of it). */
+interface ZlibHandle {
+  reset(): void;
+  writeSync(
+    flush: number,
+    input: Uint8Array,
+    inputOffset: number,
+    inputLength: number,
+    output: Uint8Array,
+    outputOffset: number,
+    outputLength: number,
+  ): void;
+}
+
+/**
+ * Makes gzip members one after another with one zlib context per level, each straight into one
+ * output buffer used again for the next: the bytes zlib's own API gives (the same header,
+ * deflate data and trailer), without the output buffer it allocates per call, which a thread
+ * compressing a MiB after another would leave for the garbage collector by the hundred. Null
+ * where zlib does not hold its handle as this expects: zlib's own API is used then.
+ */
+class GzipEncoder {
+  private readonly contexts = new Map<number, { handle: ZlibHandle; state: Uint32Array }>();
+  private output = new Uint8Array(0);
+
+  /** The member of `input` at `level`, in a buffer valid until the next call. */
+  encode(input: Uint8Array, level: number): Uint8Array | null {
+    const context = this.contextOf(level);
+    if (context === null) return null;
+    const bound = gzipMemberBound(input.length);
+    if (this.output.length < bound) this.output = new Uint8Array(bound);
+    const { handle, state } = context;
+    handle.reset();
+    // Exactly the bound as room, as zlib's own API is given it (stored blocks split by the room).
+    handle.writeSync(zlib.constants.Z_FINISH, input, 0, input.length, this.output, 0, bound);
+    const [outputLeft, inputLeft] = state as unknown as [number, number];
+    // Room for the whole member was given: all of the input is taken, and some room is left.
+    if (inputLeft !== 0 || outputLeft === 0) throw new Error('a gzip member did not fit its bound');
+    return this.output.subarray(0, bound - outputLeft);
+  }
+
+  private contextOf(level: number): { handle: ZlibHandle; state: Uint32Array } | null {
+    let context = this.contexts.get(level);
+    if (context !== undefined) return context;
+    const { _handle: handle, _writeState: state } = zlib.createGzip({ level }) as unknown as {
+      _handle?: Partial<ZlibHandle>;
+      _writeState?: unknown;
+    };
+    if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function') return null;
+    if (!(state instanceof Uint32Array)) return null;
+    context = { handle: handle as ZlibHandle, state };
+    this.contexts.set(level, context);
+    return context;
+  }
+}
+
+/** This thread's encoder (one per thread: a context is not shared across threads). */
+const encoder = new GzipEncoder();
+
+/**
+ * Compresses the block into one gzip member (stored as it is when it looks incompressible:
+ * compressibility.ts), written over the block in the block's own buffer.
+ */
+export function compressBlock(block: GzipBlock, level: number): GzipMember {
+  const input = new Uint8Array(block.buffer, 0, block.length);
+  const chosen = looksIncompressible(input) ? 0 : level;
+  const compressed =
+    encoder.encode(input, chosen) ??
+    gzipSync(input, { level: chosen, chunkSize: gzipMemberBound(block.length) });
+  if (compressed.length > block.buffer.byteLength)
+    throw new Error(`a gzip member of ${compressed.length} bytes does not fit its block's buffer`);
+  new Uint8Array(block.buffer).set(compressed);
+  return { buffer: block.buffer, length: compressed.length };
 }

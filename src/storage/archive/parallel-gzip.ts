@@ -18,8 +18,10 @@
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
+import { answersRequests } from '../../shared/request-thread.ts';
+import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { startThread, threadEntry } from '../../shared/thread.ts';
-import { gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
+import { compressBlock, gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
 
 export const GZIP_BLOCK_BYTES = 1024 * 1024;
 
@@ -42,6 +44,12 @@ export interface ParallelGzipOptions {
   concurrency?: number;
   /** zlib level (default 6, gzip's own default). */
   level?: number;
+  /**
+   * One of the `concurrency` compressors is the calling thread itself, between the blocks it
+   * fills: for a worker thread whose own work is light (a download's: reading and copying), which
+   * would otherwise wait on the others. A thread fewer, and its memory. Never the main thread.
+   */
+  compressHere?: boolean;
 }
 
 /**
@@ -71,6 +79,8 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
   const blockBytes = options.blockBytes ?? GZIP_BLOCK_BYTES;
   const concurrency = options.concurrency ?? GZIP_CONCURRENCY;
   const level = options.level ?? 6;
+  const compressHere = options.compressHere === true;
+  if (compressHere && answersRequests()) throw new Error('a thread that answers requests does not compress');
   if (!Number.isSafeInteger(blockBytes) || blockBytes < 1)
     throw new Error(`invalid block size ${blockBytes}`);
   if (!Number.isSafeInteger(concurrency) || concurrency < 1)
@@ -97,7 +107,11 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
     source: AsyncIterable<Buffer> | Iterable<Buffer>,
     pipelineOptions?: { signal?: AbortSignal },
   ): AsyncGenerator<Buffer> {
-    const threads = Array.from({ length: concurrency }, () => new CompressionThread(level));
+    const threads: Compressor[] = Array.from(
+      { length: compressHere ? concurrency - 1 : concurrency },
+      () => new CompressionThread(level),
+    );
+    if (compressHere) threads.push(new CompressionHere(level));
     threadsEnded = Promise.all(threads.map((thread) => thread.ended));
     // A pipeline that fails elsewhere may never resume this generator: its signal ends the
     // threads then.
@@ -154,8 +168,42 @@ export function parallelGzip(options: ParallelGzipOptions = {}): ParallelGzip {
   });
 }
 
+/** What compresses blocks, each answered in the order it was sent. */
+interface Compressor {
+  readonly ended: Promise<void>;
+  compress(block: GzipBlock): Promise<GzipMember>;
+  close(): Promise<void>;
+}
+
+/**
+ * The calling thread as a compressor: a block is compressed when the caller next waits (a
+ * microtask later), so that it first hands the other compressors their blocks.
+ */
+class CompressionHere implements Compressor {
+  readonly ended = Promise.resolve();
+  private queue: Promise<unknown> = Promise.resolve();
+  private blocks = 0;
+
+  constructor(private readonly level: number) {}
+
+  compress(block: GzipBlock): Promise<GzipMember> {
+    const member = this.queue.then(() => {
+      const done = compressBlock(block, this.level);
+      // zlib's output, now unreachable: freed before it adds up (see collect-garbage.ts).
+      if (++this.blocks % 2 === 0) collectGarbage('young');
+      return done;
+    });
+    this.queue = member.catch(() => undefined);
+    return member;
+  }
+
+  close(): Promise<void> {
+    return this.queue.then(() => undefined);
+  }
+}
+
 /** One compression thread, answering its blocks in the order they were sent. */
-class CompressionThread {
+class CompressionThread implements Compressor {
   private readonly worker: Worker;
   private readonly waiting: { resolve(member: GzipMember): void; reject(error: Error): void }[] = [];
   private failure: Error | undefined;

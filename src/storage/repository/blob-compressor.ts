@@ -259,3 +259,40 @@ export class BufferPool {
     if (buffer.byteLength === this.size) this.free.push(buffer);
   }
 }
+
+/**
+ * Buffers of a few sizes, powers of two from `smallest` to `largest`, each size pooled as
+ * BufferPool pools one: a blob takes the smallest buffer that holds it. A snapshot's small files
+ * are a chunk each, of a few KiB: read ahead into buffers of the largest chunk's size, a few
+ * hundred of them held hundreds of MB.
+ */
+export class SizedBufferPool {
+  private readonly pools = new Map<number, BufferPool>();
+
+  constructor(
+    private readonly smallest: number,
+    readonly largest: number,
+  ) {}
+
+  /** A buffer of at least `bytes` (at most `largest`). */
+  take(bytes: number): ArrayBuffer {
+    return this.poolOf(this.sizeFor(bytes)).take();
+  }
+
+  /** The size of the buffer `take(bytes)` gives. */
+  sizeFor(bytes: number): number {
+    let size = this.smallest;
+    while (size < bytes && size < this.largest) size *= 2;
+    return Math.min(size, this.largest);
+  }
+
+  give(buffer: ArrayBuffer): void {
+    this.pools.get(buffer.byteLength)?.give(buffer);
+  }
+
+  private poolOf(size: number): BufferPool {
+    let pool = this.pools.get(size);
+    if (pool === undefined) this.pools.set(size, (pool = new BufferPool(size)));
+    return pool;
+  }
+}

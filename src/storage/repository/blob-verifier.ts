@@ -5,7 +5,10 @@
  * the buffer to decompress into move to the checking thread and back (transferred, never
  * copied), to be used again for the next blob.
  */
+import zlib from 'node:zlib';
 import { ServingThread, threadEntry } from '../../shared/thread.ts';
+import type { BlobDecoder } from './blob-compressor.ts';
+import { blobId } from './repository.ts';
 
 /** Why a blob failed its check. */
 export type BlobFault = 'corrupt' | 'mismatch';
@@ -37,6 +40,35 @@ export interface Verified {
   input: ArrayBuffer;
   output: ArrayBuffer | null;
   fault: BlobFault | null;
+}
+
+/** What is wrong with a blob (its buffers as a VerifyMessage holds them), or null when it is whole. */
+export function faultOf(
+  blob: BlobFacts & { input: ArrayBuffer; output: ArrayBuffer | null },
+  decoder: BlobDecoder | null,
+): BlobFault | null {
+  let content: Uint8Array;
+  try {
+    content = contentOf(blob, decoder);
+  } catch {
+    return 'corrupt';
+  }
+  return content.length === blob.raw && blobId(content) === blob.blob ? null : 'mismatch';
+}
+
+/** The blob's content, at the start of `output` when compressed; throws when it will not decompress. */
+function contentOf(
+  blob: BlobFacts & { input: ArrayBuffer; output: ArrayBuffer | null },
+  decoder: BlobDecoder | null,
+): Uint8Array {
+  const stored = new Uint8Array(blob.input, 0, blob.length);
+  if (!blob.compressed) return stored;
+  const into = new Uint8Array(blob.output!, 0, blob.raw);
+  if (decoder !== null) return decoder.decodeInto(stored, into);
+  const content = zlib.zstdDecompressSync(stored, { maxOutputLength: Math.max(blob.raw, 1) });
+  if (content.length !== blob.raw) throw new Error('its content is not the size the index gives');
+  into.set(content);
+  return into;
 }
 
 /** A checking thread serving the thread that made it (not holding it open while idle). */

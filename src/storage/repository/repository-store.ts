@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsc, readSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { isMainThread } from 'node:worker_threads';
+import { answersRequests } from '../../shared/request-thread.ts';
 import { syncDirectory } from '../directory-root.ts';
 import { isGone } from '../volume-dir.ts';
 
@@ -139,13 +139,13 @@ export class LocalRepositoryStore implements RepositoryStore {
   /**
    * In a worker thread (a restore's, an extract's) the read is a synchronous call: it holds up
    * only that thread, and spares the round trip through libuv's pool, which cost as much as the
-   * read itself for the chunks of a restore. The main thread (downloads) reads on the pool.
+   * read itself for the chunks of a restore. A thread that answers requests reads on the pool.
    */
   async getRangeInto(key: string, offset: number, target: Uint8Array): Promise<number> {
     const handle = await this.handleOf(key);
     let done = 0;
     while (done < target.length) {
-      const bytesRead = isMainThread
+      const bytesRead = answersRequests()
         ? (await handle.read(target, done, target.length - done, offset + done)).bytesRead
         : readSync(handle.fd, target, done, target.length - done, offset + done);
       if (bytesRead === 0) break;

@@ -18,11 +18,17 @@
  * removes. Nothing is ever changed in place.
  */
 import { createHash, hash } from 'node:crypto';
-import { isMainThread } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
-import { BlobDecoder, BufferPool, takeBlobCompressor, type BlobCompressor } from './blob-compressor.ts';
-import { BlobVerifier, type BlobFault } from './blob-verifier.ts';
+import { answersRequests } from '../../shared/request-thread.ts';
+import {
+  BlobDecoder,
+  BufferPool,
+  SizedBufferPool,
+  takeBlobCompressor,
+  type BlobCompressor,
+} from './blob-compressor.ts';
+import { BlobVerifier, faultOf, type BlobFault } from './blob-verifier.ts';
 import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
 import { DamagedRepository, decodeTree, encodeTree, isId, type Tree } from './tree.ts';
@@ -224,10 +230,10 @@ export class Repository {
   async readPooledBlob(id: string): Promise<PooledBlob> {
     const where = this.blobs.get(id);
     if (where === undefined) throw new DamagedRepository(`blob ${id} is in no pack of the index`, id);
-    if (isMainThread || where.length > SLAB_BYTES || where.raw > SLAB_BYTES)
+    if (answersRequests() || where.length > SLAB_BYTES || where.raw > SLAB_BYTES)
       return { content: await this.readBlob(id), release: () => undefined };
     verifier ??= new BlobVerifier();
-    const input = readPool.take();
+    const input = readPool.take(where.length);
     let length: number;
     try {
       length = await this.store.getRangeInto(
@@ -246,12 +252,12 @@ export class Repository {
       readPool.give(input);
       throw damagedBlob(id, where, 'the pack is shorter than its index says');
     }
-    const output = where.compressed ? readPool.take() : null;
-    const reply = await verifier.verify(
-      { blob: id, compressed: where.compressed, raw: where.raw, length },
-      input,
-      output,
-    );
+    const output = where.compressed ? readPool.take(where.raw) : null;
+    const facts = { blob: id, compressed: where.compressed, raw: where.raw, length };
+    const reply =
+      verifier === 'here'
+        ? { input, output, fault: faultOf({ ...facts, input, output }, (decoder ??= BlobDecoder.create())) }
+        : await verifier.verify(facts, input, output);
     // The content is in the output buffer when the blob was compressed, else in the input.
     const [content, spare] = reply.output === null ? [reply.input, null] : [reply.output, reply.input];
     if (spare !== null) readPool.give(spare);
@@ -302,10 +308,10 @@ const COLLECT_READ = 8 * 1024 * 1024;
  * A thread that reads a snapshot makes few objects but large buffers, so V8 (which collects on
  * the heap's growth, not the buffers') let 60 MB of read blobs wait for a collection: a worker
  * thread collects its young generation every 8 MB read (under a millisecond on its small heap).
- * The main thread, which answers HTTP (downloads), is left to V8.
+ * A thread that answers requests is left to V8.
  */
 function reclaimRead(bytes: number): void {
-  if (isMainThread) return;
+  if (answersRequests()) return;
   readSinceCollection += bytes;
   if (readSinceCollection < COLLECT_READ) return;
   readSinceCollection = 0;
@@ -314,30 +320,43 @@ function reclaimRead(bytes: number): void {
 
 /**
  * This thread's checking thread, for the blobs it reads pooled (not made until one is read; never
- * in the main thread, whose reads are downloads: its decompression runs on libuv's pool).
+ * in a thread that answers requests, whose reads go through readBlob), or `here`: checked in this
+ * thread as they arrive.
  */
-let verifier: BlobVerifier | undefined;
+let verifier: BlobVerifier | 'here' | undefined;
 /**
- * Starts this thread's checking thread now (not in the main thread), so that its start overlaps
- * the loading of the index and trees instead of holding up the first chunk.
+ * Says where this thread's pooled reads are checked (never a thread that answers requests): `beside`, in a
+ * checking thread started now, so that its start overlaps the loading of the index and trees
+ * instead of holding up the first chunk (a restore, an extract: it writes files meanwhile); or
+ * `here`, in this very thread (a download's process, which compresses beside one compression
+ * thread: the cores are busy already, and a thread more would only cost its memory).
  */
-export function startBlobVerifier(): void {
-  if (!isMainThread) verifier ??= new BlobVerifier();
+export function startBlobVerifier(where: 'beside' | 'here' = 'beside'): void {
+  if (answersRequests()) return;
+  verifier ??= where === 'here' ? 'here' : new BlobVerifier();
 }
 
-/** Buffers blobs are read into and decompressed into (see readPooledBlob). */
-const readPool = new BufferPool(SLAB_BYTES);
+/**
+ * Buffers blobs are read into and decompressed into (see readPooledBlob), by size from 4 KiB to a
+ * slab: a small file's one chunk does not hold a buffer of the largest chunk's size.
+ */
+const readPool = new SizedBufferPool(4 * 1024, SLAB_BYTES);
 
-/** This thread's decoder (not made until a blob is read; never in the main thread). */
+/** The memory a pooled read of a blob of `raw` bytes holds until it is released (readPooledBlob). */
+export function pooledBytes(raw: number): number {
+  return raw > SLAB_BYTES ? raw : readPool.sizeFor(raw);
+}
+
+/** This thread's decoder (not made until a blob is read; never in a thread that answers requests). */
 let decoder: BlobDecoder | null | undefined;
 
 /**
- * A compressed blob's content. A worker thread (a restore, an extract) decompresses at once into
- * a buffer of the blob's size (see BlobDecoder); the main thread, which answers HTTP (downloads),
- * leaves the work to libuv's pool.
+ * A compressed blob's content. A thread that answers no request (a restore's, an extract's)
+ * decompresses at once into a buffer of the blob's size (see BlobDecoder); one that answers
+ * requests leaves the work to libuv's pool.
  */
 async function decompressBlob(stored: Buffer, raw: number): Promise<Buffer> {
-  if (!isMainThread) {
+  if (!answersRequests()) {
     decoder ??= BlobDecoder.create();
     if (decoder !== null) return decoder.decode(stored, raw);
   }

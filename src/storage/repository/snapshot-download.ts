@@ -1,25 +1,24 @@
 /**
- * A snapshot's `.tar.gz` (snapshot-tar.ts) made in a worker thread of its own: the index is loaded,
- * the chunks read (into pooled buffers, each checked beside it, as a restore reads them) and the
- * archive compressed there; the thread answering HTTP only relays the compressed members, a few
- * at a time. Its memory stays that of the members in flight, whatever the backup's size.
+ * A snapshot's `.tar.gz` (snapshot-tar.ts) made in a child process of its own, whose stdout the
+ * server relays: the index is loaded, the chunks read (into pooled buffers, checked as they
+ * arrive) and the archive compressed there (by the process's main thread and one compression
+ * thread). The server's own memory does not grow by a download's (its threads, its buffers, the
+ * memory the C allocator keeps once they are freed), and all of it goes back to the system when
+ * the download ends; a download that fails, or is killed, takes nothing else down with it.
  */
+import { fork } from 'node:child_process';
 import { Readable } from 'node:stream';
-import type { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
-import { startThread, threadEntry } from '../../shared/thread.ts';
+import { threadEntry } from '../../shared/thread.ts';
 import { ArchiveError, type ArchiveFailure } from '../archive/archive.types.ts';
 import type { RepositoryLocation } from './repository-location.ts';
 
 /**
- * The members come from another thread, their memory already allocated: V8 does not count it as
- * its own and collected the sent members only after hundreds of MB. A young collection every
- * this much frees those the socket is done with.
+ * Bytes relayed between two collections of the young generation: what came from the process is
+ * allocated outside V8's heap, and V8, which collects as its heap grows, let 60 MB of it build up.
  */
 const COLLECT_EVERY = 8 * 1024 * 1024;
-
-/** Members the thread may send before the stream's reader has taken them. */
-export const MEMBERS_AHEAD = 4;
 
 export interface SnapshotDownloadInput {
   repository: RepositoryLocation;
@@ -29,70 +28,81 @@ export interface SnapshotDownloadInput {
   parts: string[];
 }
 
-export type SnapshotDownloadMessage =
-  | { ready: true; found: boolean }
-  | { member: Uint8Array }
-  | { end: true }
-  | { error: string; reason?: ArchiveFailure };
+/** What a download process says on its IPC channel; its stdout carries the `.tar.gz` itself. */
+export type DownloadProcessMessage =
+  { ready: true; found: boolean } | { end: true } | { error: string; reason?: ArchiveFailure };
 
 /**
- * Opens the snapshot in a thread; resolves once it is open (and the directory found): with the
- * stream of the `.tar.gz`, or null when the snapshot has no such directory. A snapshot that is
- * missing, not the backup's, or damaged is an ArchiveError before any byte is sent.
+ * The download process's settings. A young generation of 1 MB: the process makes large buffers
+ * and few objects. Allocations of 128 KB and more are mapped on their own and unmapped when freed
+ * (the C allocator would otherwise keep a freed buffer's memory, raising that threshold as it
+ * goes): the process holds what it uses, no more.
  */
-export function snapshotTarGzInThread(input: SnapshotDownloadInput): Promise<Readable | null> {
+const PROCESS_FLAGS = ['--max-semi-space-size=1'];
+const PROCESS_ENV = { MALLOC_MMAP_THRESHOLD_: String(128 * 1024) };
+
+/**
+ * Starts the download process; resolves once the snapshot is open (and the directory found) with
+ * the stream of the `.tar.gz`, or null when the snapshot has no such directory. A snapshot that
+ * is missing, not the backup's, or damaged is an ArchiveError before any byte is sent. The stream
+ * ends only once the process has said it sent everything and exited cleanly: a process that dies
+ * part-way fails the stream, however much it had sent. Destroying the stream kills the process
+ * (it only reads).
+ */
+export function snapshotTarGzInProcess(input: SnapshotDownloadInput): Promise<Readable | null> {
+  const entry = threadEntry(import.meta.url, './snapshot-download.process');
+  const typescript = entry.pathname.endsWith('.ts');
+  const child = fork(fileURLToPath(entry), [], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    execArgv: [...PROCESS_FLAGS, ...(typescript ? ['--import', import.meta.resolve('tsx')] : [])],
+    env: { ...process.env, ...PROCESS_ENV },
+  });
+  const stdout = child.stdout!;
   return new Promise((resolve, reject) => {
-    let owed = 0;
     let opened = false;
-    let received = 0;
-    const worker: Worker = startThread(threadEntry(import.meta.url, './snapshot-download.thread'), input, {
-      maxYoungGenerationSizeMb: 8,
-    });
+    let ended = false;
+    let failure: Error | null = null;
     const out = new Readable({
       read() {
-        for (; owed > 0; owed--) worker.postMessage({ taken: 1 });
+        stdout.resume();
       },
       destroy(error, callback) {
-        void worker.terminate();
+        child.kill('SIGKILL');
         callback(error);
       },
     });
-    const fail = (error: Error) => {
-      if (opened) out.destroy(error);
-      else reject(error);
-      void worker.terminate();
-    };
-    worker.on('message', (message: SnapshotDownloadMessage) => {
+    let relayed = 0;
+    stdout.on('data', (chunk: Buffer) => {
+      relayed += chunk.length;
+      if (relayed >= COLLECT_EVERY) {
+        relayed = 0;
+        collectGarbage('young');
+      }
+      if (!out.push(chunk)) stdout.pause();
+    });
+    child.on('message', (message: DownloadProcessMessage) => {
       if ('ready' in message) {
         opened = true;
-        if (message.found) resolve(out);
-        else {
-          resolve(null);
-          void worker.terminate();
-        }
-      } else if ('member' in message) {
-        const { buffer, byteOffset, byteLength } = message.member;
-        received += byteLength;
-        if (received >= COLLECT_EVERY) {
-          received = 0;
-          collectGarbage('young');
-        }
-        if (out.push(Buffer.from(buffer, byteOffset, byteLength))) worker.postMessage({ taken: 1 });
-        else owed++;
-      } else if ('end' in message) {
-        out.push(null);
-        void worker.terminate();
-      } else {
-        fail(
+        if (!message.found) out.destroy(); // not handed to anyone: nothing to fail
+        resolve(message.found ? out : null);
+      } else if ('end' in message) ended = true;
+      else
+        failure =
           message.reason === undefined
             ? new Error(message.error)
-            : new ArchiveError(message.reason, message.error),
-        );
+            : new ArchiveError(message.reason, message.error);
+    });
+    child.on('error', (error) => (failure ??= error));
+    // Its stdout read to the end, and the process gone.
+    child.on('close', (code, signal) => {
+      if (opened && ended && code === 0) {
+        out.push(null);
+        return;
       }
+      const error = failure ?? new Error(`the download process ended (${signal ?? code}) before it finished`);
+      if (!opened) reject(error);
+      else if (!out.destroyed) out.destroy(error);
     });
-    worker.on('error', fail);
-    worker.on('exit', (code) => {
-      if (!opened) reject(new Error(`the download thread ended (${code})`));
-    });
+    child.send(input);
   });
 }

@@ -7,9 +7,9 @@
  * download waits on storage as little as it can while memory stays bounded whatever the size.
  */
 import { DamagedRepository, type FileNode, type TreeNode } from './tree.ts';
-import type { PooledBlob, Repository } from './repository.ts';
+import { pooledBytes, type PooledBlob, type Repository } from './repository.ts';
 
-/** Bytes of chunks fetched ahead of the reader, at most (beyond the one being read). */
+/** Bytes of chunks fetched ahead of the reader, at most (beyond the one being read), by default. */
 const AHEAD_BYTES = 48 * 1024 * 1024;
 /** Chunk reads in flight at once, at most. */
 const AHEAD_READS = 8;
@@ -49,6 +49,8 @@ export interface ReadOptions {
   reuseBuffers?: boolean;
   /** Only the entries this accepts, by path (a directory left out is not descended into). */
   only?: (rel: string) => boolean;
+  /** Bytes of chunks fetched ahead of the reader, at most (48 MiB by default). */
+  aheadBytes?: number;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function* readSnapshot(
   treeId: string,
   options: ReadOptions = {},
 ): AsyncGenerator<SnapshotEntry> {
-  const ahead = new ReadAhead(repository, options.reuseBuffers === true);
+  const ahead = new ReadAhead(repository, options.reuseBuffers === true, options.aheadBytes ?? AHEAD_BYTES);
   const walk = walkTree(repository, treeId, '', options.only);
   try {
     for (;;) {
@@ -102,6 +104,7 @@ class ReadAhead {
   constructor(
     private readonly repository: Repository,
     private readonly reuseBuffers: boolean,
+    private readonly aheadBytes: number,
   ) {}
 
   private read(id: string): Promise<PooledBlob> {
@@ -110,7 +113,7 @@ class ReadAhead {
   }
 
   wantsMore(): boolean {
-    return !this.done && this.queue.length < 256 && this.bytes < AHEAD_BYTES && this.reads < AHEAD_READS;
+    return !this.done && this.queue.length < 256 && this.bytes < this.aheadBytes && this.reads < AHEAD_READS;
   }
 
   ended(): void {
@@ -119,7 +122,9 @@ class ReadAhead {
 
   push(rel: string, node: TreeNode): void {
     const sizes = node.type === 'file' ? chunkSizes(this.repository, rel, node) : [];
-    this.queue.push({ rel, node, reads: [], sizes });
+    // What a chunk costs the budget: the memory it holds until it is handed on.
+    const held = this.reuseBuffers ? sizes.map(pooledBytes) : sizes;
+    this.queue.push({ rel, node, reads: [], sizes: held });
     this.start();
   }
 
@@ -133,7 +138,7 @@ class ReadAhead {
     if (item.node.type !== 'file') return true;
     const chunks = item.node.chunks;
     while (item.reads.length < chunks.length) {
-      if (this.reads >= AHEAD_READS || (this.bytes > 0 && this.bytes >= AHEAD_BYTES)) return false;
+      if (this.reads >= AHEAD_READS || (this.bytes > 0 && this.bytes >= this.aheadBytes)) return false;
       if (!this.reuseBuffers) {
         this.startRun(item);
         continue;

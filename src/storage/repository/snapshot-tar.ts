@@ -23,7 +23,7 @@
  * archive is left without its end and the response fails, so no reader takes it for a whole one.
  */
 import { Readable } from 'node:stream';
-import { isMainThread } from 'node:worker_threads';
+import { answersRequests } from '../../shared/request-thread.ts';
 import { parallelGzip } from '../archive/parallel-gzip.ts';
 import { tarHeader } from '../archive/tar-header.ts';
 import type { Repository } from './repository.ts';
@@ -38,6 +38,11 @@ const ZERO_BLOCK = Buffer.alloc(2 * BLOCK);
  * member is up to about 1 MiB: one is buffered at a time, the next ones being compressed meanwhile.
  */
 const HIGH_WATER_MARK = 64 * 1024;
+/**
+ * Chunks read ahead of the compressor, at most: compression is what a download waits on, so a
+ * few MB keep it fed (a restore, which waits on storage, reads further ahead).
+ */
+const DOWNLOAD_AHEAD_BYTES = 8 * 1024 * 1024;
 
 export interface SnapshotTarOptions {
   /** Stops the stream: it is destroyed with the signal's reason, and all it holds is released. */
@@ -119,27 +124,41 @@ class SnapshotTarStream extends Readable {
 /**
  * The compressed archive, member by member (gzip members of about 1 MiB of tar each, which read
  * as one gzip stream). Each member is a copy of its own, the whole of its ArrayBuffer (a consumer
- * may transfer it to another thread): the compressor's buffer it came in is
- * handed back at once, to be filled with a later block (the consumer may hold the copy as long
- * as it likes, in a socket's queue say). Aborting `signal` fails it at its next step, and no read
- * of the repository starts after that; ending the iteration early stops the reads too. Either
- * way the compression threads have ended before it settles.
+ * may transfer it to another thread, or hold it as long as it likes, in a socket's queue say).
+ * Aborting `signal` fails it at its next step, and no read of the repository starts after that;
+ * ending the iteration early stops the reads too. Either way the compression threads have ended
+ * before it settles.
  */
 export async function* snapshotTarGzMembers(
   repository: Repository,
   treeId: string,
   signal?: AbortSignal,
 ): AsyncGenerator<Buffer, void, undefined> {
+  for await (const { member, release } of lentMembers(repository, treeId, signal)) {
+    // A copy in memory of its own (never a slice of Node's shared pool).
+    const own = new Uint8Array(member);
+    release();
+    yield Buffer.from(own.buffer, 0, own.length);
+  }
+}
+
+/**
+ * The members as the compressor made them, each lent: `release` hands its buffer back, to be
+ * filled with a later block (no member is copied, and none is left for the garbage collector).
+ * A consumer that writes a member out releases it once it is written.
+ */
+export async function* lentMembers(
+  repository: Repository,
+  treeId: string,
+  signal?: AbortSignal,
+): AsyncGenerator<{ member: Buffer; release: () => void }, void, undefined> {
   // The archive writer's settings (1 MiB members, level 6): the same tar gives the same bytes.
-  const gzip = parallelGzip();
+  // In a thread that answers no request (a download's), that thread compresses too: a
+  // compression thread fewer.
+  const gzip = parallelGzip({ compressHere: !answersRequests() });
   try {
-    for await (const member of gzip(snapshotTar(repository, treeId, signal))) {
-      // A copy in memory of its own (never a slice of Node's shared pool), which a consumer may
-      // move to another thread.
-      const own = new Uint8Array(member);
-      gzip.release(member);
-      yield Buffer.from(own.buffer, 0, own.length);
-    }
+    for await (const member of gzip(snapshotTar(repository, treeId, signal)))
+      yield { member, release: () => gzip.release(member) };
   } finally {
     await gzip.threadsEnded();
   }
@@ -157,7 +176,8 @@ export async function* snapshotTar(
   const source = signal === undefined ? repository : stoppable(repository, signal);
   // A worker thread reads into pooled buffers, each checked beside it (the compressor copies
   // each chunk before asking for the next); the main thread reads into buffers of their own.
-  for await (const entry of readSnapshot(source, treeId, { reuseBuffers: !isMainThread })) {
+  const reading = { reuseBuffers: !answersRequests(), aheadBytes: DOWNLOAD_AHEAD_BYTES };
+  for await (const entry of readSnapshot(source, treeId, reading)) {
     signal?.throwIfAborted();
     const { rel, node } = entry;
     if (node.type === 'dir') {
