@@ -403,6 +403,7 @@ try {
     );
   }
   const peakKib = serving.peakKib();
+  const childPeakKib = serving.childPeakKib();
   client.close();
   await serving.stop();
   serving = undefined;
@@ -467,7 +468,8 @@ try {
   console.log(`one file vs whole backup     ${(whole / one).toFixed(0)}x faster (medians, link included)`);
   console.log(
     `serve peak RSS (VmHWM)       ${(peakBeforeWhole / 1024).toFixed(0)} MiB before the first whole ` +
-      `download, ${(peakKib / 1024).toFixed(0)} MiB at the end`,
+      `download, ${(peakKib / 1024).toFixed(0)} MiB at the end; a download process's ` +
+      `${(childPeakKib / 1024).toFixed(0)} MiB`,
   );
   console.log(machineLine());
 } finally {

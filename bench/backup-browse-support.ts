@@ -111,6 +111,8 @@ export interface Served {
   pid: number;
   /** Peak resident memory so far (VmHWM), KiB. */
   peakKib(): number;
+  /** The largest peak resident memory of a process it started (a download's), KiB, read every 20 ms. */
+  childPeakKib(): number;
   /** SIGTERM, then waits for the process's end. */
   stop(): Promise<void>;
 }
@@ -143,10 +145,17 @@ export async function startProcess(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const pid = child.pid!;
+  let childPeak = 0;
+  const sampler = setInterval(() => {
+    for (const each of childrenOf(pid)) childPeak = Math.max(childPeak, statusKib(each, 'VmHWM', 0));
+  }, 20);
+  sampler.unref();
+  void exited.then(() => clearInterval(sampler));
   return {
     base,
     pid,
     peakKib: () => statusKib(pid, 'VmHWM'),
+    childPeakKib: () => childPeak,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
@@ -161,11 +170,35 @@ export async function startAerie(main: string, env: NodeJS.ProcessEnv, logFile: 
 }
 
 /** A field of /proc/<pid>/status in KiB (VmHWM: the peak resident set, VmRSS: the current one). */
-export function statusKib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+export function statusKib(pid: number, field: 'VmHWM' | 'VmRSS', ifGone?: number): number {
+  let status: string;
+  try {
+    status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch (error) {
+    if (ifGone !== undefined) return ifGone;
+    throw error;
+  }
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-  if (match === null) throw new Error(`no ${field} in /proc/${pid}/status`);
+  if (match === null) {
+    if (ifGone !== undefined) return ifGone; // a process ending: no memory left to tell
+    throw new Error(`no ${field} in /proc/${pid}/status`);
+  }
   return Number(match[1]);
+}
+
+/** The processes whose parent is `pid`, now. */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }
 
 export interface Answer {

@@ -8,7 +8,9 @@
 #   - `aerie backup extract` into an empty directory;
 #   - a download through the signed link from `aerie serve` (curl to /dev/null), against
 #     `tar -czf` of the volume to /dev/null.
-# Prints each run (wall s, CPU s, max RSS KiB from GNU time), then medians (min–max) and ratios.
+# Prints each run (wall s, CPU s, max RSS KiB from GNU time), then medians (min–max) and ratios,
+# and the peak RSS of `aerie serve` and of the process it makes each download in (VmHWM, read
+# from /proc every 20 ms while the downloads run).
 #
 #   bash bench/snapshot-restore.sh [RUNS] [WORK DIR]    (default 3 runs, /tmp/aerie-bench-restore)
 set -euo pipefail
@@ -44,6 +46,18 @@ PORT=18093
 node bin/aerie.js serve --port $PORT > "$WORK/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/live" > /dev/null 2>&1 && break; sleep 0.1; done
+# The download processes' peak RSS: each child of the server, while it runs.
+echo 0 > "$WORK/child-peak"
+(
+  peak=0
+  while kill -0 "$SERVE" 2>/dev/null; do
+    for child in $(pgrep -P "$SERVE" || true); do
+      rss=$(awk '/^VmHWM/ { print $2 }' "/proc/$child/status" 2>/dev/null || true)
+      if [ -n "$rss" ] && [ "$rss" -gt "$peak" ]; then peak=$rss; echo "$peak" > "$WORK/child-peak"; fi
+    done
+    sleep 0.02
+  done
+) &
 download() {
   local url
   url=$(curl -sf -H "Authorization: Bearer $TOKEN" -H 'Accept: application/json' \
@@ -65,7 +79,9 @@ for run in $(seq 1 "$RUNS"); do
   measure tar-czf sh -c "tar -czf - -C '$WORK/tree' . > /dev/null"
   measure aerie-download sh -c "$(declare -f download); TOKEN=$TOKEN PORT=$PORT SERVER=$SERVER BACKUP=$BACKUP download"
 done
+SERVE_PEAK=$(awk '/^VmHWM/ { print $2 }' "/proc/$SERVE/status")
 kill "$SERVE" 2>/dev/null || true
+echo "aerie serve peak RSS: $((SERVE_PEAK / 1024)) MiB; a download process's: $(($(cat "$WORK/child-peak") / 1024)) MiB"
 node -e '
 const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map((l) => l.split(" "));
 const by = {};

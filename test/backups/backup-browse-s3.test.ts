@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRepositoryStore, s3Repository } from '../../src/storage/repository/repository-location.ts';
 import { Repository } from '../../src/storage/repository/repository.ts';
@@ -124,6 +125,8 @@ describe('a snapshot backup in an S3-compatible store, browsed and partly restor
   const NOISE_FILES = 20;
   /** Bytes the file's chunks take in the packs (compressed or not). */
   let targetStored = 0;
+  /** Chunks of the files under /noise. */
+  let noiseChunks = 0;
 
   beforeAll(async () => {
     const spec: TreeSpec = {
@@ -147,7 +150,9 @@ describe('a snapshot backup in an S3-compatible store, browsed and partly restor
       const repository = await Repository.open(store);
       const { record } = await repository.loadSnapshot(backup.uuid);
       for await (const { rel, node } of walkTree(repository, record.tree)) {
-        if (rel !== 'world/target.bin' || node.type !== 'file') continue;
+        if (node.type !== 'file') continue;
+        if (rel.startsWith('noise/')) noiseChunks += node.chunks.length;
+        if (rel !== 'world/target.bin') continue;
         for (const chunk of node.chunks) targetStored += repository.location(chunk)!.length;
       }
     } finally {
@@ -202,6 +207,23 @@ describe('a snapshot backup in an S3-compatible store, browsed and partly restor
     expect(rest.filter((read) => read.key.startsWith('index/')).length).toBeGreaterThan(0);
   });
 
+  it('downloads a directory as a .tar.gz, reading each run of chunks that lie together in a pack at once', async () => {
+    const mark = relay.heads.length;
+    const archive = await download(backup.uuid, '/noise');
+    expect(archive.status).toBe(200);
+    const entries = tarEntries(gunzipSync(archive.body));
+    expect(entries.map(([name, size]) => [name, size])).toEqual(
+      Array.from({ length: NOISE_FILES }, (_, i) => [`n-${String(i).padStart(2, '0')}.bin`, MIB]),
+    );
+    // Fewer range requests than chunks: a file's chunks were written one after another.
+    const packs = readsSince(mark).filter((read) => read.key.startsWith('packs/'));
+    expect(packs.filter((read) => read.range === null)).toEqual([]);
+    expect(noiseChunks).toBeGreaterThan(2 * NOISE_FILES);
+    expect(packs.length, `${packs.length} pack reads for ${noiseChunks} chunks`).toBeLessThanOrEqual(
+      NOISE_FILES + 4,
+    );
+  });
+
   it('restores one file onto a volume that has moved on, reading no more of the packs', async () => {
     await writeFile(path.join(server.volume, 'world/target.bin'), 'replaced since');
     await writeFile(path.join(server.volume, 'server.properties'), 'motd=moved on\n');
@@ -236,3 +258,17 @@ describe('a snapshot backup in an S3-compatible store, browsed and partly restor
     ).toBeLessThanOrEqual(2 * targetStored);
   });
 });
+
+/** The file entries of an uncompressed tar: each one's name and size (ustar headers only). */
+function tarEntries(tar: Buffer): [string, number][] {
+  const found: [string, number][] = [];
+  for (let at = 0; at + 512 <= tar.length;) {
+    const header = tar.subarray(at, at + 512);
+    if (header.every((byte) => byte === 0)) break;
+    const name = header.subarray(0, 100).toString().replace(/\0.*$/s, '');
+    const size = parseInt(header.subarray(124, 136).toString().replace(/\0.*$/s, '').trim() || '0', 8);
+    if (String.fromCharCode(header[156]!) === '0') found.push([name, size]);
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return found;
+}

@@ -34,6 +34,11 @@ export interface RepositoryStore {
    * only the pack's views as garbage, young; an S3 upload's request state lives longer.
    */
   readonly collectAfterPut?: 'young' | 'all';
+  /**
+   * Each read is a request with a round trip of its own (S3): a reader that can asks for a run
+   * of blobs that lie one after another at once (Repository.readBlobRun), rather than for each.
+   */
+  readonly readsAreRequests?: boolean;
   /** Writes a whole object, made visible only once complete (a crash leaves it absent). */
   put(key: string, parts: readonly Uint8Array[]): Promise<void>;
   /** The whole object; a RepositoryMissing error when it is not there. */

@@ -40,6 +40,8 @@ export interface S3RepositoryStoreOptions {
 }
 
 export class S3RepositoryStore implements RepositoryStore {
+  readonly readsAreRequests = true;
+
   /** The key prefix, `` or ending in `/`. */
   readonly prefix: string;
   private readonly pageSize: number;

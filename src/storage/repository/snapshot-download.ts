@@ -54,6 +54,7 @@ export function snapshotTarGzInProcess(input: SnapshotDownloadInput): Promise<Re
   const typescript = entry.pathname.endsWith('.ts');
   const child = fork(fileURLToPath(entry), [], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    serialization: 'advanced', // the input as a thread's workerData would be: a structured clone
     execArgv: [...PROCESS_FLAGS, ...(typescript ? ['--import', import.meta.resolve('tsx')] : [])],
     env: { ...process.env, ...PROCESS_ENV },
   });

@@ -174,9 +174,13 @@ export async function* snapshotTar(
   signal?: AbortSignal,
 ): AsyncGenerator<Buffer, void, undefined> {
   const source = signal === undefined ? repository : stoppable(repository, signal);
-  // A worker thread reads into pooled buffers, each checked beside it (the compressor copies
-  // each chunk before asking for the next); the main thread reads into buffers of their own.
-  const reading = { reuseBuffers: !answersRequests(), aheadBytes: DOWNLOAD_AHEAD_BYTES };
+  // A thread that answers no request (a download's process) reads into pooled buffers, each
+  // chunk copied by the compressor before the next is asked for; from S3, where each read is a
+  // request, it reads each run of chunks that lie one after another in a pack at once instead
+  // (into buffers of their own, collected as it goes). A thread that answers requests reads into
+  // buffers of their own, its decompression on libuv's pool.
+  const pooled = !answersRequests() && repository.store.readsAreRequests !== true;
+  const reading = { reuseBuffers: pooled, aheadBytes: DOWNLOAD_AHEAD_BYTES };
   for await (const entry of readSnapshot(source, treeId, reading)) {
     signal?.throwIfAborted();
     const { rel, node } = entry;
