@@ -19,7 +19,6 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { answersRequests } from '../../shared/request-thread.ts';
-import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { startThread, threadEntry } from '../../shared/thread.ts';
 import { compressBlock, gzipMemberBound, type GzipBlock, type GzipMember } from './gzip-member.ts';
 
@@ -47,7 +46,8 @@ export interface ParallelGzipOptions {
   /**
    * One of the `concurrency` compressors is the calling thread itself, between the blocks it
    * fills: for a worker thread whose own work is light (a download's: reading and copying), which
-   * would otherwise wait on the others. A thread fewer, and its memory. Never the main thread.
+   * would otherwise wait on the others. A thread fewer, and its memory. Never a thread that
+   * answers requests.
    */
   compressHere?: boolean;
 }
@@ -182,17 +182,11 @@ interface Compressor {
 class CompressionHere implements Compressor {
   readonly ended = Promise.resolve();
   private queue: Promise<unknown> = Promise.resolve();
-  private blocks = 0;
 
   constructor(private readonly level: number) {}
 
   compress(block: GzipBlock): Promise<GzipMember> {
-    const member = this.queue.then(() => {
-      const done = compressBlock(block, this.level);
-      // zlib's output, now unreachable: freed before it adds up (see collect-garbage.ts).
-      if (++this.blocks % 2 === 0) collectGarbage('young');
-      return done;
-    });
+    const member = this.queue.then(() => compressBlock(block, this.level));
     this.queue = member.catch(() => undefined);
     return member;
   }
