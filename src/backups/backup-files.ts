@@ -19,6 +19,7 @@ import {
   removeCatalog,
   type CatalogEntry,
 } from '../storage/catalog/backup-catalog.ts';
+import { piecesCovering, slicesCovering, type ArchiveSlice } from '../storage/catalog/archive-pieces.ts';
 import { backupEntry } from './backup-management.service.ts';
 import { backupPath } from './backup-path.ts';
 import type { Backup } from './backup.ts';
@@ -111,6 +112,48 @@ export class BackupFiles {
   /** What the backup holds at `file` (normalized, see backupPath): a file or a directory; null for nothing. */
   async entryOf(backup: Backup, file: string): Promise<BackupFileEntry | null> {
     return catalogEntry(await this.catalogOf(backup), file);
+  }
+
+  /**
+   * Where `entry` (as entryOf gave it) is in a .tar.gz backup's archive: its place in the tar and
+   * the pieces that hold it, to read those alone; null when the catalog does not say (one made
+   * before pieces were noted, or of an archive whose entries could not be placed): the archive is
+   * then read whole.
+   */
+  async sliceOf(backup: Backup, entry: BackupFileEntry): Promise<ArchiveSlice | null> {
+    if (entry.at === undefined || backup.format !== 'archive') return null;
+    const catalog = await this.catalogOf(backup);
+    const summary = await readCatalogSummary(catalog, backup.sha256);
+    if (summary?.ranges === undefined) return null;
+    return piecesCovering(catalog, summary.ranges.pieces, { start: entry.at[0], end: entry.at[1] });
+  }
+
+  /**
+   * What a partial restore of a .tar.gz backup reads: the pieces of its archive that hold `paths`
+   * (relative to the backup's root, none under another) and the headers of the directories above
+   * them. Only from a catalog this node has already (the restore's paths were checked against it
+   * when it was asked for); null when there is none, or it does not say: the archive is then read
+   * whole.
+   */
+  async restoreSlices(backup: Backup, paths: readonly string[]): Promise<ArchiveSlice[] | null> {
+    if (backup.format !== 'archive' || !backup.isSuccessful) return null;
+    const catalog = this.catalogDir(backup);
+    const summary = await readCatalogSummary(catalog, backup.sha256);
+    if (summary?.ranges === undefined) return null;
+    const spans: [number, number][] = [];
+    const above = new Set<string>();
+    for (const rel of paths) {
+      const entry = await catalogEntry(catalog, `/${rel}`);
+      if (entry?.at === undefined) return null;
+      spans.push(entry.at);
+      for (let at = rel.indexOf('/'); at !== -1; at = rel.indexOf('/', at + 1)) above.add(rel.slice(0, at));
+    }
+    // A directory above a chosen path is written with its own mode and times when the archive has it.
+    for (const rel of above) {
+      const head = (await catalogEntry(catalog, `/${rel}`))?.head;
+      if (head !== undefined) spans.push(head);
+    }
+    return slicesCovering(catalog, summary.ranges.pieces, spans);
   }
 
   /** Forgets a deleted backup's catalog on this node. */

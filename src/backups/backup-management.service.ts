@@ -116,7 +116,7 @@ export interface BackupManagementDeps {
   /** Backups kept as snapshots: made, removed, downloaded. */
   snapshots: SnapshotBackups;
   /** What a backup holds (its catalog): what one path of an archive backup is. */
-  files: Pick<BackupFiles, 'entryOf' | 'forget'>;
+  files: Pick<BackupFiles, 'entryOf' | 'sliceOf' | 'forget'>;
 }
 
 /**
@@ -605,7 +605,22 @@ export class BackupManagementService {
       this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id),
     );
     const kind = entry.directory ? 'directory' : 'file';
-    const stream = archivePathStream({ archive, rel: normalized.slice(1), kind, sha256: backup.sha256 });
+    // Only the pieces of the archive that hold the path, when its catalog says which they are.
+    const slice = await this.deps.files.sliceOf(backup, entry);
+    const stream = archivePathStream(
+      {
+        archive,
+        rel: normalized.slice(1),
+        kind,
+        sha256: backup.sha256,
+        ...(slice === null ? {} : { slice }),
+      },
+      (archiveBytes) =>
+        this.deps.logger.debug(
+          { backup: backup.id, path: normalized, archiveBytes, ranged: slice !== null },
+          'one path read from a backup archive',
+        ),
+    );
     return { kind, stream, bytes: entry.directory ? null : entry.size };
   }
 

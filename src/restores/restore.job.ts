@@ -21,7 +21,9 @@ import {
   savedReport,
   swapIn,
 } from '../storage/volumes/restore-files.ts';
-import { stageRestoreInThread } from '../storage/volumes/stage-restore.ts';
+import { stageRestoreInThread, type ArchiveSlicesSource } from '../storage/volumes/stage-restore.ts';
+import type { ArchiveSlice } from '../storage/catalog/archive-pieces.ts';
+import type { ArchiveLocation } from '../storage/stores/backup-storage.ts';
 import { RestoreSelection } from '../storage/volumes/restore-selection.ts';
 import { RESTORE_FILES_MAX } from '../backups/backup.schema.ts';
 import { fromStore } from '../storage/stores/store-unreachable.ts';
@@ -82,6 +84,13 @@ export interface RestoreJobDeps {
     reading<T>(backup: Backup, work: () => Promise<T>, signal?: AbortSignal): Promise<T>;
     /** Records the tree a restore wrote (restored-tree.ts) for the server's next snapshot. */
     keepRestored(backup: Backup, tree: string): Promise<void>;
+  };
+  /**
+   * The pieces of a .tar.gz backup's archive that a partial restore of `paths` reads (from this
+   * node's catalog of it); null to read the archive whole.
+   */
+  slices?: {
+    restoreSlices(backup: Backup, paths: readonly string[]): Promise<ArchiveSlice[] | null>;
   };
   undo?: {
     takeUndoBackup(
@@ -157,7 +166,7 @@ export class RestoreJob implements JobHandler<Payload> {
               // A partial restore writes some of the volume: the tree of it describes nothing.
               keepRestoredTree: this.deps.snapshots !== undefined && only === undefined,
             }
-          : await fromStore(() => this.deps.storageOf(backup.disk).locate(serverId, backupId));
+          : await this.archiveSource(backup, only);
       const stage = () =>
         stageRestoreInThread(
           paths,
@@ -200,6 +209,28 @@ export class RestoreJob implements JobHandler<Payload> {
     } finally {
       if (!recorded) await progress.clear();
     }
+  }
+
+  /**
+   * Where a .tar.gz backup is read from: its archive, or for a partial restore (when this node's
+   * catalog says where the chosen paths are) only the pieces of it that hold them.
+   */
+  private async archiveSource(
+    backup: Backup,
+    only: RestoreSelection | undefined,
+  ): Promise<ArchiveLocation | ArchiveSlicesSource> {
+    const archive = await fromStore(() =>
+      this.deps.storageOf(backup.disk).locate(backup.serverId, backup.id),
+    );
+    if (only === undefined || this.deps.slices === undefined) return archive;
+    const slices = await this.deps.slices.restoreSlices(backup, only.paths).catch((error: unknown) => {
+      this.deps.logger.warn(
+        { backup: backup.id, err: error },
+        'the catalog could not say where the paths are',
+      );
+      return null;
+    });
+    return slices === null ? archive : { archive, slices, sha256: backup.sha256 };
   }
 
   /**

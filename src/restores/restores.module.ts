@@ -20,8 +20,11 @@ export interface RestoresModuleDeps {
   undo: RestoreJobDeps['undo'];
   /** Holds a snapshot's repository while a restore reads it. */
   snapshots: RestoreJobDeps['snapshots'];
-  /** What a backup holds (a partial restore's paths are checked against it). */
-  files: BackupRestoreDeps['files'];
+  /**
+   * What a backup holds (a partial restore's paths are checked against it), and where in a
+   * .tar.gz backup's archive they are (a partial restore reads those pieces alone).
+   */
+  files: BackupRestoreDeps['files'] & NonNullable<RestoreJobDeps['slices']>;
 }
 
 /** Restores: asked for (throttled per server), then run by the `backup.restore` job. */
@@ -60,6 +63,7 @@ export function createRestoresModule(
         changes: servers.changes,
         undo,
         snapshots,
+        slices: files,
       }),
     },
   };

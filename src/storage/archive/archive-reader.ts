@@ -9,7 +9,7 @@
  * exactly one layer of gzip. An archive of no entries at all is valid.
  */
 import { createReadStream } from 'node:fs';
-import { Writable, type Readable } from 'node:stream';
+import { Writable, type Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, type ZlibOptions } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
@@ -66,6 +66,14 @@ export interface ReadOptions {
   signal?: AbortSignal;
   /** Sees every byte of the archive file as it is read (to hash it on the same pass). */
   onFileData?: (chunk: Buffer) => void;
+  /** Sees every byte of the tar, as the tar parser is given it. */
+  onTarData?: (chunk: Buffer) => void;
+  /**
+   * What turns the file's bytes into the tar: gunzip unless given (a stage that does the same
+   * and notes more, gzip-members.ts), or 'none' when the input is a stretch of tar already
+   * inflated and checked (archive-path.thread.ts).
+   */
+  inflate?: Transform | 'none';
 }
 
 /**
@@ -80,7 +88,7 @@ export async function readArchive(
   onEntry: (entry: ArchiveEntry) => Promise<void> | void,
   options: ReadOptions = {},
 ): Promise<void> {
-  const { signal, onFileData } = options;
+  const { signal, onFileData, onTarData } = options;
   const input =
     typeof archive === 'string' ? createReadStream(archive, { highWaterMark: READ_CHUNK }) : archive;
   let head: Buffer | null = null; // the file's first bytes, to say what it is if not gzip
@@ -90,10 +98,14 @@ export async function readArchive(
     onFileData?.(chunk);
   });
   // The options reach the stream too (ZlibOptions does not list them).
-  const gunzip = createGunzip({
-    chunkSize: GUNZIP_CHUNK,
-    readableHighWaterMark: GUNZIP_AHEAD,
-  } as ZlibOptions);
+  const gunzip =
+    options.inflate === 'none'
+      ? null
+      : (options.inflate ??
+        createGunzip({
+          chunkSize: GUNZIP_CHUNK,
+          readableHighWaterMark: GUNZIP_AHEAD,
+        } as ZlibOptions));
   // Not strict: warnings are judged below (an empty archive warns, and is valid). zstd and brotli
   // off: the tar inside the gzip stream is read as it is, never decompressed again.
   const parser = new Parser({ zstd: false, brotli: false });
@@ -125,6 +137,7 @@ export async function readArchive(
   };
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
+      onTarData?.(chunk);
       tarBytes += chunk.length;
       if (held !== null) {
         held.push(chunk);
@@ -153,7 +166,7 @@ export async function readArchive(
   const abort = (): void => fail(signal?.reason ?? new Error('the archive read was aborted'));
   signal?.addEventListener('abort', abort, { once: true });
   input.on('error', (err: Error) => fail(inputFailure(err)));
-  gunzip.on('error', (err) => fail(corrupt(notGzip(head) ?? `gzip data is damaged: ${err.message}`)));
+  gunzip?.on('error', (err) => fail(corrupt(notGzip(head) ?? `gzip data is damaged: ${err.message}`)));
   // 'ignoredEntry': entries the parser discards itself (extended headers over 1 MiB).
   for (const event of ['entry', 'ignoredEntry']) {
     parser.on(event, (tar: ReadEntry) => {
@@ -175,7 +188,7 @@ export async function readArchive(
   parser.on('error', (err: Error) => fail(corrupt(`tar data is damaged: ${err.message}`)));
 
   try {
-    await pipeline(input, gunzip, sink);
+    await (gunzip === null ? pipeline(input, sink) : pipeline(input, gunzip, sink));
   } catch (err) {
     fail(err);
   }

@@ -152,7 +152,7 @@ export async function extractArchive(
 }
 
 /** An archive's entry as extraction takes it: node-tar's fields, its body read through the reader. */
-function fromArchive({ rel, kind, tar, readBody }: ArchiveEntry): ExtractEntry {
+export function fromArchive({ rel, kind, tar, readBody }: ArchiveEntry): ExtractEntry {
   return {
     rel,
     kind,

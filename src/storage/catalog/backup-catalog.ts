@@ -4,8 +4,9 @@
  * backup's size or store. It is built once (backup-files.ts builds it on first use, in a worker
  * thread) and kept on local disk as a cache: it can always be made again from the backup.
  *
- *   <catalog dir>/catalog.json         { v, backup, sha256, directories, files }
+ *   <catalog dir>/catalog.json         { v, backup, sha256, directories, files, ranges? }
  *   <catalog dir>/<path hash>-<n>.json  page n (from 1) of one directory: { total, entries }
+ *   <catalog dir>/archive-pieces.bin    a .tar.gz backup's pieces, when `ranges` is set (archive-pieces.ts)
  *
  * A directory's pages hold CATALOG_PAGE entries each, directories first, then files, each group by
  * the bytes of their names. Every directory has a page 1, an empty one included: a missing page 1
@@ -14,6 +15,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { ArchivePiece } from '../archive/gzip-members.ts';
+import { writePieces } from './archive-pieces.ts';
 
 /** Entries per page: a page is one small JSON file (about 100 KB at most). */
 export const CATALOG_PAGE = 1000;
@@ -27,6 +30,13 @@ export interface CatalogEntry {
   size: number;
   /** Last modification, milliseconds since the epoch. */
   mtime: number;
+  /**
+   * In a .tar.gz backup's catalog that has `ranges`: where the entry is in the tar, [start, end)
+   * (a directory's: all that is beneath it). Never shown to a client.
+   */
+  at?: [number, number];
+  /** With `at`, for a directory the archive names: where its own header is. */
+  head?: [number, number];
 }
 
 export interface CatalogPage {
@@ -42,6 +52,12 @@ export interface CatalogSummary {
   sha256: string | null;
   directories: number;
   files: number;
+  /**
+   * A .tar.gz backup's: its pieces are in archive-pieces.bin and its entries say where they are
+   * (`at`), so one path is read from the pieces that hold it. Absent (a catalog made before, or
+   * of an archive whose entries could not be placed): one path is read from the whole archive.
+   */
+  ranges?: { pieces: number; tarBytes: number };
 }
 
 const SUMMARY = 'catalog.json';
@@ -89,14 +105,24 @@ export class CatalogWriter {
     }
   }
 
+  /** Writes a .tar.gz backup's pieces (they go with `ranges` in finish). */
+  async pieces(pieces: readonly ArchivePiece[]): Promise<void> {
+    await writePieces(this.scratch, pieces);
+  }
+
   /** Writes the summary and puts the catalog in place (a catalog there already is kept). */
-  async finish(backup: string, sha256: string | null): Promise<CatalogSummary> {
+  async finish(
+    backup: string,
+    sha256: string | null,
+    ranges?: CatalogSummary['ranges'],
+  ): Promise<CatalogSummary> {
     const summary: CatalogSummary = {
       v: 1,
       backup,
       sha256,
       directories: this.directories,
       files: this.files,
+      ...(ranges === undefined ? {} : { ranges }),
     };
     await writeFile(path.join(this.scratch, SUMMARY), JSON.stringify(summary));
     for (let attempt = 0; ; attempt++) {

@@ -13,7 +13,8 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { PassThrough, type Readable } from 'node:stream';
+import { createReadStream } from 'node:fs';
+import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../../config.ts';
 import { parseArchiveKey, type RemovalFailure, type StoredEntry } from './archive-layout.ts';
@@ -67,23 +68,92 @@ export async function withArchiveStream<T>(
   use: (archive: string | Readable) => Promise<T>,
 ): Promise<T> {
   if (typeof archive === 'string') return use(archive);
+  return withObjectBody(archive, null, use);
+}
+
+/**
+ * Runs `use` with a stream of `length` bytes of the archive from `offset` on: a local file read
+ * from there, or one ranged GET of the S3 object. The stream may end early (a file that is
+ * shorter than that); it is released once `use` settles.
+ */
+export async function withArchiveRange<T>(
+  archive: string | S3Object,
+  range: { offset: number; length: number },
+  use: (bytes: Readable) => Promise<T>,
+): Promise<T> {
+  if (typeof archive !== 'string') return withObjectBody(archive, range, use);
+  const stream = createReadStream(archive, {
+    start: range.offset,
+    end: range.offset + range.length - 1,
+    highWaterMark: RANGE_CHUNK,
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      stream.once('open', () => resolve());
+      stream.once('error', (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === 'ENOENT' ? new ArchiveError('not-found', 'the archive file does not exist') : error,
+        ),
+      );
+    });
+    return await use(stream);
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** Local reads of a range: a gzip member is about 1 MiB. */
+const RANGE_CHUNK = 256 * 1024;
+
+async function withObjectBody<T>(
+  archive: S3Object,
+  range: { offset: number; length: number } | null,
+  use: (body: Readable) => Promise<T>,
+): Promise<T> {
   const client = s3Client(archive.s3);
   try {
+    let raw: Readable;
     let body: Readable;
     try {
-      const object = await client.send(new GetObjectCommand({ Bucket: archive.s3.bucket, Key: archive.key }));
-      body = object.Body as Readable;
+      const object = await client.send(
+        new GetObjectCommand({
+          Bucket: archive.s3.bucket,
+          Key: archive.key,
+          ...(range === null ? {} : { Range: `bytes=${range.offset}-${range.offset + range.length - 1}` }),
+        }),
+      );
+      raw = body = object.Body as Readable;
+      // A store that ignored the range sends the whole object: the bytes before it are skipped.
+      if (range !== null && object.ContentRange === undefined && range.offset > 0)
+        body = Readable.from(skipping(raw, range.offset));
     } catch (error) {
       if (isMissing(error)) throw new ArchiveError('not-found', 'the backup archive is missing from storage');
+      // The range starts past the object's end: it is not the archive its catalog was made from.
+      if (range !== null && error instanceof S3ServiceException && error.$metadata.httpStatusCode === 416)
+        throw new ArchiveError('corrupt', 'the backup archive is shorter than its catalog says');
       throw error;
     }
     try {
       return await use(body);
     } finally {
       body.destroy();
+      raw.destroy();
     }
   } finally {
     client.destroy();
+  }
+}
+
+/** `source` without its first `bytes` bytes. */
+async function* skipping(source: AsyncIterable<Buffer>, bytes: number): AsyncGenerator<Buffer> {
+  let left = bytes;
+  for await (const chunk of source) {
+    if (left >= chunk.length) {
+      left -= chunk.length;
+      continue;
+    }
+    yield left > 0 ? chunk.subarray(left) : chunk;
+    left = 0;
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { runInThread } from '../../shared/thread.ts';
 import { reviveArchiveError, type ExtractReport, type Progress } from '../archive/archive.types.ts';
+import type { ArchiveSlice } from '../catalog/archive-pieces.ts';
 import type { ArchiveLocation } from '../stores/backup-storage.ts';
 import type { RepositoryLocation } from '../repository/repository-location.ts';
 import { discardStaging, type RestorePaths, type StageOptions } from './restore-files.ts';
@@ -27,10 +28,21 @@ export interface SnapshotSource {
   keepRestoredTree?: boolean;
 }
 
+/**
+ * Part of a .tar.gz backup: the pieces of its archive that hold what a partial restore writes
+ * (BackupFiles.restoreSlices), each checked against its catalog as it is read.
+ */
+export interface ArchiveSlicesSource {
+  archive: ArchiveLocation;
+  slices: ArchiveSlice[];
+  /** The backup's checksum: the catalog's pieces were noted from an archive that has it. */
+  sha256: string | null;
+}
+
 export interface StageRestoreInput {
   paths: RestorePaths;
-  /** A file path, or an S3 object the thread reads as a stream; or a snapshot. */
-  archive: ArchiveLocation | SnapshotSource;
+  /** A file path, or an S3 object the thread reads as a stream; or a snapshot; or pieces of an archive. */
+  archive: ArchiveLocation | SnapshotSource | ArchiveSlicesSource;
   truncate: boolean;
   maxBytes: number | null;
   /** A partial restore's paths (RestoreSelection's). */
@@ -49,7 +61,7 @@ export interface StageRestoreInput {
  */
 export function stageRestoreInThread(
   paths: RestorePaths,
-  archive: ArchiveLocation | SnapshotSource,
+  archive: StageRestoreInput['archive'],
   options: StageOptions,
   onProgress?: (p: Progress) => void,
 ): Promise<ExtractReport> {
