@@ -1,6 +1,7 @@
 /** What `parallelGzip` and its compression threads send each other, and the compression itself. */
 import zlib, { gzipSync } from 'node:zlib';
 import { looksIncompressible } from './compressibility.ts';
+import { nativeZlib, type ZlibHandle } from './zlib-handle.ts';
 
 /** A block sent to a compression thread: the first `length` bytes of `buffer`. */
 export interface GzipBlock {
@@ -23,20 +24,6 @@ export interface GzipMember {
  */
 export function gzipMemberBound(bytes: number): number {
   return Math.max(64 * 1024, bytes + (bytes >> 12) + (bytes >> 14) + 1024);
-}
-
-/** zlib's native handle, as a zlib object holds it (what `writeSync` below needs of it). */
-interface ZlibHandle {
-  reset(): void;
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inputOffset: number,
-    inputLength: number,
-    output: Uint8Array,
-    outputOffset: number,
-    outputLength: number,
-  ): void;
 }
 
 /**
@@ -67,17 +54,11 @@ class GzipEncoder {
   }
 
   private contextOf(level: number): { handle: ZlibHandle; state: Uint32Array } | null {
-    let context = this.contexts.get(level);
+    const context = this.contexts.get(level);
     if (context !== undefined) return context;
-    const { _handle: handle, _writeState: state } = zlib.createGzip({ level }) as unknown as {
-      _handle?: Partial<ZlibHandle>;
-      _writeState?: unknown;
-    };
-    if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function') return null;
-    if (!(state instanceof Uint32Array)) return null;
-    context = { handle: handle as ZlibHandle, state };
-    this.contexts.set(level, context);
-    return context;
+    const native = nativeZlib(zlib.createGzip({ level }));
+    if (native !== null) this.contexts.set(level, native);
+    return native;
   }
 }
 

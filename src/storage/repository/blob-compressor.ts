@@ -9,6 +9,7 @@ import zlib from 'node:zlib';
 import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { ServingThread, threadEntry } from '../../shared/thread.ts';
 import { looksIncompressible } from '../archive/compressibility.ts';
+import { nativeZlib, type ZlibHandle } from '../archive/zlib-handle.ts';
 
 /**
  * zstd level 3: on the bench logs, 3× the ratio of deflate level 1, at twice its speed. It is also
@@ -24,25 +25,6 @@ export interface Encoded {
   compressed: boolean;
 }
 
-/**
- * zstd's native stream, as Node's zlib objects hold it (not a documented API: `writeSync`
- * compresses from one buffer into another, leaving what was left of each in `_writeState`).
- */
-interface ZstdHandle {
-  reset(): void;
-  /** Called (synchronously, during writeSync) when the data is not valid zstd. */
-  onerror?: (message: string, errno: number) => void;
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inputOffset: number,
-    inputLength: number,
-    output: Uint8Array,
-    outputOffset: number,
-    outputLength: number,
-  ): void;
-}
-
 /** zstd output from the one-call API is collected (a whole-heap collection) every this much. */
 const COLLECT_EVERY = 16 * 1024 * 1024;
 
@@ -55,7 +37,7 @@ const COLLECT_EVERY = 16 * 1024 * 1024;
  * it that way gets the one-call API instead, its output collected every 16 MB.
  */
 export class BlobEncoder {
-  private readonly handle: ZstdHandle | null;
+  private readonly handle: ZlibHandle | null;
   private readonly state: Uint32Array | null;
   private readonly output: Buffer;
   private uncollected = 0;
@@ -65,7 +47,7 @@ export class BlobEncoder {
     const native =
       options.oneCall === true
         ? null
-        : nativeZstd(
+        : nativeZlib(
             zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL } }),
           );
     this.handle = native?.handle ?? null;
@@ -118,19 +100,6 @@ export class BlobEncoder {
   }
 }
 
-/** The native handle and state of a new zlib zstd object, or null where zlib does not hold them so. */
-function nativeZstd(engine: unknown): { handle: ZstdHandle; state: Uint32Array } | null {
-  const { _handle: handle, _writeState: state } = engine as {
-    _handle?: Partial<ZstdHandle>;
-    _writeState?: unknown;
-  };
-  const usable =
-    typeof handle?.writeSync === 'function' &&
-    typeof handle.reset === 'function' &&
-    state instanceof Uint32Array;
-  return usable ? { handle: handle as ZstdHandle, state } : null;
-}
-
 /**
  * Decompresses blobs one after another with one zstd context, each straight into a buffer of
  * its known size: one allocation per blob, no output pieces joined, and no work on libuv's
@@ -140,7 +109,7 @@ function nativeZstd(engine: unknown): { handle: ZstdHandle; state: Uint32Array }
  * handle as this expects: the caller then uses zlib's own API.
  */
 export class BlobDecoder {
-  private native: { handle: ZstdHandle; state: Uint32Array } | null = null;
+  private native: { handle: ZlibHandle; state: Uint32Array } | null = null;
   private failure: string | null = null;
 
   static create(): BlobDecoder | null {
@@ -149,7 +118,7 @@ export class BlobDecoder {
   }
 
   private open(): boolean {
-    this.native = nativeZstd(zlib.createZstdDecompress());
+    this.native = nativeZlib(zlib.createZstdDecompress());
     if (this.native === null) return false;
     this.native.handle.onerror = (message) => {
       this.failure = message;

@@ -60,6 +60,11 @@ const VOLUME = {
   'server.properties': 'motd=download\n',
 };
 
+/** The input of a download of the whole of `made`'s snapshot. */
+function wholeOf(made: Made) {
+  return { repository: made.repository, backupId: BACKUP, sha256: made.sha256, parts: [] };
+}
+
 async function collect(stream: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const part of stream) parts.push(part as Buffer);
@@ -89,8 +94,7 @@ function downloadProcesses(): number[] {
 describe('a snapshot download made in a process of its own', () => {
   it('gives the very bytes a download made in the calling thread gives, which GNU tar reads back', async () => {
     const made = await snapshotOf(VOLUME);
-    const input = { repository: made.repository, backupId: BACKUP, sha256: made.sha256, parts: [] };
-    const apart = await collect((await snapshotTarGzInProcess(input))!);
+    const apart = await collect((await snapshotTarGzInProcess(wholeOf(made)))!);
 
     // The same archive from the calling thread (three compression threads there, the process
     // compresses in its own main thread beside one): the members are the same bytes.
@@ -146,12 +150,7 @@ describe('a snapshot download made in a process of its own', () => {
   it('fails the stream at a damaged chunk, naming the damage, instead of ending it', async () => {
     const made = await snapshotOf(VOLUME);
     await flipByteInData(made.repository.root);
-    const stream = (await snapshotTarGzInProcess({
-      repository: made.repository,
-      backupId: BACKUP,
-      sha256: made.sha256,
-      parts: [],
-    }))!;
+    const stream = (await snapshotTarGzInProcess(wholeOf(made)))!;
     const failure = await collect(stream).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ArchiveError);
     expect((failure as ArchiveError).reason).toBe('corrupt');
@@ -162,12 +161,7 @@ describe('a snapshot download made in a process of its own', () => {
 
   it('fails the stream, never ends it, when the process dies part-way', async () => {
     const made = await snapshotOf({ 'big.bin': randomBytes(24 * MiB) });
-    const stream = (await snapshotTarGzInProcess({
-      repository: made.repository,
-      backupId: BACKUP,
-      sha256: made.sha256,
-      parts: [],
-    }))!;
+    const stream = (await snapshotTarGzInProcess(wholeOf(made)))!;
     const [pid] = downloadProcesses();
     expect(pid).toBeDefined();
     let received = 0;
@@ -188,12 +182,7 @@ describe('a snapshot download made in a process of its own', () => {
 
   it('ends its process when the stream is given up part-way', async () => {
     const made = await snapshotOf({ 'big.bin': randomBytes(24 * MiB) });
-    const stream = (await snapshotTarGzInProcess({
-      repository: made.repository,
-      backupId: BACKUP,
-      sha256: made.sha256,
-      parts: [],
-    }))!;
+    const stream = (await snapshotTarGzInProcess(wholeOf(made)))!;
     expect(downloadProcesses()).toHaveLength(1);
     for await (const part of stream) {
       expect((part as Buffer).length).toBeGreaterThan(0);
