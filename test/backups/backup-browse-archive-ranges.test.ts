@@ -13,7 +13,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,7 +23,6 @@ import { constants, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackupRepository } from '../../src/backups/backup.repository.ts';
 import type { Backup } from '../../src/backups/backup.ts';
-import { toStoredTime } from '../../src/shared/time.ts';
 import { readArchive } from '../../src/storage/archive/archive-reader.ts';
 import { GzipMembers, PIECE_BYTES } from '../../src/storage/archive/gzip-members.ts';
 import { piecesCovering, PIECES_FILE, type ArchiveSlice } from '../../src/storage/catalog/archive-pieces.ts';
@@ -45,7 +44,7 @@ import {
   type TestApp,
 } from '../support/harness.ts';
 import { paxRecord, rawTar } from '../support/raw-tar.ts';
-import { postRestore, restoreJobsOf, storedArchive } from '../support/restores.ts';
+import { plantArchive, postRestore, restoreJobsOf, storedArchive } from '../support/restores.ts';
 import { startRelay, startS3, type Relay, type TestS3 } from '../support/s3.ts';
 import { backupsUrl, backupThroughApi, listeningUrl, type BackupAttributes } from '../support/snapshots.ts';
 
@@ -191,36 +190,6 @@ async function untar(work: string, tarGz: Buffer): Promise<{ listed: string[]; f
   for (const name of listed.filter((name) => !name.endsWith('/')))
     files.set(name, await readFile(path.join(out, name)));
   return { listed, files };
-}
-
-/** A .tar.gz written as is into the local store as a successful archive backup of the server. */
-async function plantArchive(app: TestApp, serverId: string, bytes: Buffer): Promise<Backup> {
-  const id = randomUUID();
-  const file = storedArchive(app, serverId, id);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, bytes);
-  const now = toStoredTime(new Date());
-  const backup: Backup = {
-    id,
-    serverId,
-    name: 'foreign',
-    ignoredFiles: [],
-    disk: 'local',
-    sha256: createHash('sha256').update(bytes).digest('hex'),
-    bytes: bytes.length,
-    isSuccessful: true,
-    isLocked: false,
-    isAutomatic: false,
-    scheduleId: null,
-    createdAt: now,
-    completedAt: now,
-    files: 4,
-    format: 'archive',
-    addedBytes: null,
-    progress: null,
-  };
-  await new BackupRepository(app.db.kysely).insert(backup);
-  return backup;
 }
 
 let work: string;
@@ -480,7 +449,7 @@ describe('a foreign .tar.gz of one gzip member (GNU tar), planted as an archive 
     const file = path.join(work, 'foreign.tar.gz');
     execFileSync('tar', ['-czf', file, '-C', source, 'before.bin', 'world', 'after.bin']);
     bytes = await readFile(file);
-    backup = await plantArchive(suite.app, suite.server.id, bytes);
+    backup = await plantArchive(suite.app, suite.server.id, bytes, { files: 4, name: 'foreign' });
   });
 
   afterAll(async () => suite?.app.close());
@@ -572,7 +541,7 @@ describe('an archive of long names and extended headers, in small gzip members',
 
   it('places every entry, and downloads each from its own members', async () => {
     const bytes = archiveOf({ comment: 'made by hand' });
-    const backup = await plantArchive(suite.app, suite.server.id, bytes);
+    const backup = await plantArchive(suite.app, suite.server.id, bytes, { files: 4, name: 'foreign' });
     expect((await list(suite, backup.id, '/deep')).statusCode).toBe(200);
     const summary = await summaryOf(suite.app, backup.id, backup.sha256);
     expect(summary.ranges).toBeDefined();
@@ -597,7 +566,7 @@ describe('an archive of long names and extended headers, in small gzip members',
 
   it('reads the archive whole when a global header changes how later entries read', async () => {
     const bytes = archiveOf({ mtime: '1700000000', comment: 'dated' });
-    const backup = await plantArchive(suite.app, suite.server.id, bytes);
+    const backup = await plantArchive(suite.app, suite.server.id, bytes, { files: 4, name: 'foreign' });
     expect((await list(suite, backup.id, '/')).statusCode).toBe(200);
     expect((await summaryOf(suite.app, backup.id, backup.sha256)).ranges).toBeUndefined();
     const res = await download(suite, backup.id, `/${deep}`);

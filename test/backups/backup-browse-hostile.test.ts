@@ -9,19 +9,23 @@
  * backups either work inside the volume or are refused, and nothing is ever written outside it.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackupRepository } from '../../src/backups/backup.repository.ts';
 import type { Backup } from '../../src/backups/backup.ts';
-import { toStoredTime } from '../../src/shared/time.ts';
 import { blobId, snapshotKey } from '../../src/storage/repository/repository.ts';
 import type { User } from '../../src/users/user.ts';
-import { sha256Of, snapshot, writeTree, type NodeInfo } from '../support/archives.ts';
+import { snapshot, writeTree, type NodeInfo } from '../support/archives.ts';
 import { createServer, drainJobs, type TestApp } from '../support/harness.ts';
 import { rawTarGz, type RawEntry as TarEntry } from '../support/raw-tar.ts';
-import { postRestore, restoreJobsOf, restoreLeftovers, storedArchive } from '../support/restores.ts';
+import {
+  plantArchive,
+  postRestore,
+  restoreJobsOf,
+  restoreLeftovers,
+  storedArchive,
+} from '../support/restores.ts';
 import {
   backupsUrl,
   dirEntry,
@@ -267,40 +271,6 @@ describe('a hostile snapshot, browsed', () => {
   });
 });
 
-/** A .tar.gz written as is into the local store as a successful archive backup of the server. */
-async function plantArchive(
-  serverId: string,
-  bytes: Buffer,
-  options: { sha256?: string; files?: number } = {},
-): Promise<Backup> {
-  const id = randomUUID();
-  const file = storedArchive(app, serverId, id);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, bytes);
-  const now = toStoredTime(new Date());
-  const backup: Backup = {
-    id,
-    serverId,
-    name: 'crafted',
-    ignoredFiles: [],
-    disk: 'local',
-    sha256: options.sha256 ?? (await sha256Of(file)),
-    bytes: bytes.length,
-    isSuccessful: true,
-    isLocked: false,
-    isAutomatic: false,
-    scheduleId: null,
-    createdAt: now,
-    completedAt: now,
-    files: options.files ?? 1,
-    format: 'archive',
-    addedBytes: null,
-    progress: null,
-  };
-  await new BackupRepository(app.db.kysely).insert(backup);
-  return backup;
-}
-
 const ESCAPING: TarEntry[] = [
   { path: 'ok.txt', content: 'fine' },
   { path: '../evil', content: 'escaped' },
@@ -318,7 +288,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
   it('with an entry `../evil`: refused with a clear error, no catalog, no download, no partial restore', async () => {
     const server = await createServer(app, owner);
     await writeTree(server.volume, LIVE);
-    const backup = await plantArchive(server.id, rawTarGz(ESCAPING));
+    const backup = await plantArchive(app, server.id, rawTarGz(ESCAPING));
     const volume = await snapshot(server.volume, { mtimes: true });
     const outside = await around(server.volume);
 
@@ -349,7 +319,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
   it('whose bytes are not the backup’s: refused for its checksum, no catalog, no download, no partial restore', async () => {
     const server = await createServer(app, owner);
     await writeTree(server.volume, LIVE);
-    const backup = await plantArchive(server.id, rawTarGz([{ path: 'ok.txt', content: 'impostor' }]), {
+    const backup = await plantArchive(app, server.id, rawTarGz([{ path: 'ok.txt', content: 'impostor' }]), {
       sha256: blobId(Buffer.from('the archive the backup was made with')),
     });
     const volume = await snapshot(server.volume, { mtimes: true });
@@ -376,7 +346,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
   it('swapped for another archive once its catalog is made: a partial restore fails and changes nothing', async () => {
     const server = await createServer(app, owner);
     await writeTree(server.volume, LIVE);
-    const backup = await plantArchive(server.id, rawTarGz([{ path: 'ok.txt', content: 'genuine' }]));
+    const backup = await plantArchive(app, server.id, rawTarGz([{ path: 'ok.txt', content: 'genuine' }]));
     expect((await listFiles(server, backup.id, '/')).statusCode).toBe(200);
     // Someone who can write to the store (not to the database) puts other bytes in its place.
     await writeFile(
@@ -402,7 +372,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
 
   it('swapped for another archive once its catalog is made: a file download never serves the impostor’s bytes', async () => {
     const server = await createServer(app, owner);
-    const backup = await plantArchive(server.id, rawTarGz([{ path: 'ok.txt', content: 'genuine' }]));
+    const backup = await plantArchive(app, server.id, rawTarGz([{ path: 'ok.txt', content: 'genuine' }]));
     expect((await listFiles(server, backup.id, '/')).statusCode).toBe(200);
     // As long as the genuine file: the size the catalog says does not give it away.
     await writeFile(
@@ -422,7 +392,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
     beforeAll(async () => {
       server = await createServer(app, owner);
       await writeTree(server.volume, LIVE);
-      backup = await plantArchive(server.id, rawTarGz(ODD));
+      backup = await plantArchive(app, server.id, rawTarGz(ODD));
     });
 
     it('lists them as a restore would make them: the name made relative, the link left out, its "directory" a plain one', async () => {
@@ -489,7 +459,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
       const target = await createServer(app, owner);
       // The live volume's `link` leads to the volumes directory, the parent of every volume.
       await writeTree(target.volume, { ...LIVE, link: { symlink: '..' } });
-      const copy = await plantArchive(target.id, rawTarGz(ODD));
+      const copy = await plantArchive(app, target.id, rawTarGz(ODD));
       const outside = await around(target.volume);
       const before = await snapshot(target.volume, { mtimes: true });
 
@@ -517,6 +487,7 @@ describe('a hostile .tar.gz archive backup, browsed', () => {
   it('downloads a directory of an odd archive as a .tar.gz of only its own entries', async () => {
     const server = await createServer(app, owner);
     const backup = await plantArchive(
+      app,
       server.id,
       rawTarGz([
         { path: 'dir/', type: '5' },

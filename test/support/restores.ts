@@ -3,14 +3,56 @@
  * status, the queued jobs, the activity entries written, and what a restore leaves in the
  * volumes directory.
  */
-import { readdir } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { BackupRepository } from '../../src/backups/backup.repository.ts';
+import type { Backup } from '../../src/backups/backup.ts';
 import type { ServerStatus } from '../../src/servers/server.table.ts';
+import { toStoredTime } from '../../src/shared/time.ts';
 import type { TestApp } from './harness.ts';
 
 /** Where the local store keeps a backup's archive. */
 export function storedArchive(app: TestApp, serverId: string, backupId: string): string {
   return path.join(app.config.backupsDir, serverId, `${backupId}.tar.gz`);
+}
+
+/**
+ * A .tar.gz written as is into the local store, recorded as a successful archive backup of the
+ * server (a foreign or hand-made archive; its checksum the archive's own unless given).
+ */
+export async function plantArchive(
+  app: TestApp,
+  serverId: string,
+  bytes: Buffer,
+  options: { sha256?: string; files?: number; name?: string } = {},
+): Promise<Backup> {
+  const id = randomUUID();
+  const file = storedArchive(app, serverId, id);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, bytes);
+  const now = toStoredTime(new Date());
+  const backup: Backup = {
+    id,
+    serverId,
+    name: options.name ?? 'planted',
+    ignoredFiles: [],
+    disk: 'local',
+    sha256: options.sha256 ?? createHash('sha256').update(bytes).digest('hex'),
+    bytes: bytes.length,
+    isSuccessful: true,
+    isLocked: false,
+    isAutomatic: false,
+    scheduleId: null,
+    createdAt: now,
+    completedAt: now,
+    files: options.files ?? 1,
+    format: 'archive',
+    addedBytes: null,
+    progress: null,
+  };
+  await new BackupRepository(app.db.kysely).insert(backup);
+  return backup;
 }
 
 /** POST …/restore. `body` undefined sends no body and no Content-Type; a string is sent as is. */
