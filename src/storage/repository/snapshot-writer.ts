@@ -13,6 +13,7 @@
  */
 import { closeSync, fstatSync, lstatSync, openSync, readSync, constants as fsc, type Stats } from 'node:fs';
 import { PROGRESS_INTERVAL_MS, type Progress } from '../archive/archive.types.ts';
+import { ReadWarmer } from '../read-warmer.ts';
 import { isGone, VolumeDir } from '../volume-dir.ts';
 import { Chunker } from './chunker.ts';
 import { loadRestoreBase } from './restored-tree.ts';
@@ -20,6 +21,8 @@ import { blobId, type BlobWriter, type Repository, type SnapshotRecord } from '.
 import { byName, type DirectoryNode, type FileNode, type Tree, type TreeNode } from './tree.ts';
 
 const FILE_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+/** How far the warmer reads ahead of the walk (page cache, not this process's memory). */
+const WARM_AHEAD = 32 * 1024 * 1024;
 
 export interface SnapshotOptions {
   /** The backup the snapshot is of (its record is stored under this UUID). */
@@ -108,6 +111,7 @@ class SnapshotWalk {
   private readonly chunker = new Chunker();
   /** One read window for the whole walk: twice the largest chunk. */
   private readonly window: Buffer;
+  private readonly warmer: ReadWarmer;
   private readonly exclude: (relativePath: string, isDirectory: boolean) => boolean;
   private last = Date.now();
 
@@ -117,6 +121,7 @@ class SnapshotWalk {
     private readonly options: SnapshotOptions,
   ) {
     this.window = this.chunker.window(2 * this.chunker.sizes.max);
+    this.warmer = new ReadWarmer({ aheadBytes: WARM_AHEAD, reading: 2 });
     this.exclude = options.exclude ?? (() => false);
   }
 
@@ -131,15 +136,48 @@ class SnapshotWalk {
     }
     listed.sort(byName);
     const before = new Map((previous?.entries ?? []).map((node) => [node.name, node]));
+    // Files the parent holds unchanged are known before any is read: the warmer skips them.
+    const kept = listed.map(({ name, isDirectory }) =>
+      isDirectory ? null : this.unchangedNode(dir, name, before),
+    );
+    const frame = this.warmer.enter(dir, {
+      length: listed.length,
+      name: (i) => listed[i]!.name,
+      step: (i) => (listed[i]!.isDirectory ? 'directory' : kept[i] === null ? 'read' : 'skip'),
+    });
     const nodes: TreeNode[] = [];
-    for (const { name, isDirectory } of listed) {
-      this.options.signal?.throwIfAborted();
-      const node = isDirectory
-        ? await this.subdirectory(dir, name, prefix, before.get(name))
-        : await this.file(dir, name, prefix, before.get(name));
-      if (node !== null) nodes.push(node);
+    try {
+      for (const [i, { name, isDirectory }] of listed.entries()) {
+        this.options.signal?.throwIfAborted();
+        frame.reached(i);
+        const unchanged = kept[i];
+        if (unchanged != null) {
+          this.counted(unchanged.size);
+          nodes.push(unchanged);
+          continue;
+        }
+        const node = isDirectory
+          ? await this.subdirectory(dir, name, prefix, before.get(name))
+          : await this.file(dir, name, prefix, before.get(name));
+        if (node !== null) nodes.push(node);
+      }
+    } finally {
+      frame.close();
     }
     return this.writer.addTree({ entries: nodes });
+  }
+
+  /**
+   * The node of a file the parent snapshot holds as it is now (size, mtime, inode, every chunk
+   * still stored), with its mode as it is now; null when it must be read (or is gone, or is no
+   * longer a file: reading finds that out).
+   */
+  private unchangedNode(dir: VolumeDir, name: string, before: Map<string, TreeNode>): FileNode | null {
+    const previous = before.get(name);
+    if (previous?.type !== 'file' || this.options.full === true) return null;
+    const stats = ignoreGone(() => lstatSync(dir.child(name)));
+    if (stats === null || !stats.isFile() || !this.unchanged(previous, stats)) return null;
+    return { ...previous, name, mode: stats.mode & 0o7777 };
   }
 
   private async subdirectory(
@@ -169,16 +207,6 @@ class SnapshotWalk {
     previous: TreeNode | undefined,
   ): Promise<TreeNode | null> {
     const target = parent.child(name);
-    if (previous?.type === 'file' && this.options.full !== true) {
-      const stats = ignoreGone(() => lstatSync(target));
-      if (stats === null || !stats.isFile()) {
-        if (stats?.isDirectory()) return this.subdirectory(parent, name, prefix, undefined);
-        if (stats === null) return null;
-      } else if (this.unchanged(previous, stats)) {
-        this.counted(previous.size);
-        return { ...previous, name, mode: stats.mode & 0o7777 };
-      }
-    }
     const fd = ignoreGone(() => openSync(target, FILE_FLAGS));
     if (fd === null) return null;
     let stats: Stats;

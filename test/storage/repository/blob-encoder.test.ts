@@ -51,8 +51,7 @@ describe.each([
     expect(encoder.encode(random)).toEqual({ stored: random, compressed: false });
     const tiny = Buffer.from('x'.repeat(40));
     expect(encoder.encode(tiny)).toEqual({ stored: tiny, compressed: false });
-    // Too short to be sampled, so zstd is tried: its frame would be longer than the blob (the
-    // output buffer fills before the frame ends).
+    // Too short to be sampled, so zstd is tried: its frame is longer than the blob.
     const short = randomBytes(1000);
     expect(encoder.encode(short)).toEqual({ stored: short, compressed: false });
     // Mostly random with a compressible tail: stored compressed only if that saves bytes, and
@@ -65,6 +64,22 @@ describe.each([
     const after = logText(64 * KiB, 5);
     const next = encoder.encode(after);
     expect(decoded(Buffer.from(next.stored), next.compressed).equals(after)).toBe(true);
+  });
+
+  it('compresses every blob alike, whatever came before it (the context keeps its level)', () => {
+    const encoder = new BlobEncoder(256 * KiB, options);
+    const text = logText(200 * KiB, 4);
+    const first = encoder.encode(text).stored.length;
+    for (const other of [randomBytes(256 * KiB), randomBytes(3000), logText(100 * KiB, 8)]) {
+      encoder.encode(other);
+      expect(encoder.encode(text).stored.length).toBe(first);
+    }
+    // The encoder's level (1), not zstd's default (3), which stores this text otherwise; a frame
+    // header may differ by the few bytes that give the content's size.
+    const atLevel = (level: number) =>
+      zlib.zstdCompressSync(text, { params: { [zlib.constants.ZSTD_c_compressionLevel]: level } }).length;
+    expect(Math.abs(atLevel(3) - atLevel(1))).toBeGreaterThan(100);
+    expect(Math.abs(first - atLevel(1))).toBeLessThanOrEqual(16);
   });
 
   it('compresses a blob larger than its buffer (the tree of a huge directory) in a buffer of its own', () => {
