@@ -29,7 +29,9 @@
  *   bash bench/backup-browse-s3.sh [same options]
  *
  * --log FILE appends every request of every measured operation to FILE (tab-separated:
- * operation, method, key, query, range, status, bytes of the response body).
+ * operation, method, key, query, range, status, bytes of the response body). With
+ * AERIE_BENCH_MEMORY set, the server's memory is printed after its start and after each operation
+ * (see memoryLine).
  * Needs about 2.5 GB free in the temporary directory (the volume, and the bucket's copy).
  */
 import { createCipheriv, createHash } from 'node:crypto';
@@ -198,6 +200,22 @@ function tally(log: readonly Logged[], layout: Layout): { bytes: Record<Kind, nu
   return { bytes, requests };
 }
 
+/**
+ * With AERIE_BENCH_MEMORY set, a line after each operation: the server's resident memory now and
+ * at its peak, its anonymous memory (heaps, buffers, what the C allocator keeps) and its threads.
+ */
+function memoryLine(name: string, pid: number): string {
+  const field = (text: string, key: string) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const m = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
+  return (
+    `  memory after ${name}: VmRSS ${m(field(status, 'VmRSS'))}, VmHWM ${m(field(status, 'VmHWM'))}, ` +
+    `anonymous ${m(field(rollup, 'Anonymous'))}, file ${m(field(status, 'RssFile'))}, threads ${field(status, 'Threads')}`
+  );
+}
+
 /** The bytes an operation read (background listings left out). */
 const sum = (bytes: Record<Kind, number>) =>
   KINDS.reduce((total, kind) => total + (kind === 'background' ? 0 : bytes[kind]), 0);
@@ -307,6 +325,7 @@ try {
   );
 
   serving = await startAerie(main, env, path.join(work, 'serve.log'));
+  if (process.env.AERIE_BENCH_MEMORY !== undefined) console.log(memoryLine('start', serving.pid));
   const client = httpClient(token);
   const api = `${serving.base}/api/client/servers/${server.identifier}`;
   const catalog = path.join(dataDir, 'cache', 'catalogs', backup.uuid);
@@ -331,6 +350,7 @@ try {
     if (linkMs !== undefined) measured[name].linkMs.push(linkMs);
     measured[name].bytes.push(bytes);
     measured[name].requests = requests;
+    if (process.env.AERIE_BENCH_MEMORY !== undefined) console.log(memoryLine(name, serving!.pid));
     if (values.log !== undefined)
       fs.appendFileSync(
         values.log,

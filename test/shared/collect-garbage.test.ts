@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../src/shared/collect-garbage.ts';
 import { startThread } from '../../src/shared/thread.ts';
+import { growYoungGeneration, youngGenerationMiB } from '../support/young-generation.ts';
 
 interface Held {
   youngRan: boolean;
@@ -32,5 +34,16 @@ describe('collectGarbage', () => {
     } finally {
       await thread.terminate();
     }
+  });
+
+  it('gives back, with `reduce`, the young generation that survivors made V8 grow', () => {
+    growYoungGeneration();
+    expect(youngGenerationMiB()).toBeGreaterThanOrEqual(8);
+    // A collection of all leaves it as it is.
+    collectGarbage('all');
+    expect(youngGenerationMiB()).toBeGreaterThanOrEqual(8);
+
+    collectGarbage('reduce');
+    expect(youngGenerationMiB()).toBeLessThanOrEqual(1);
   });
 });

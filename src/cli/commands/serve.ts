@@ -3,6 +3,7 @@ import type { App } from '../../app.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { openRuntime } from '../../runtime.ts';
 import { DEFAULT_NODE, nodeName } from '../../servers/node-name.ts';
+import { collectGarbage } from '../../shared/collect-garbage.ts';
 import { bootstrapAdministrator, panelUrl } from '../bootstrap.ts';
 import { positiveInteger } from '../output.ts';
 import { stopOnSignal } from '../stop-on-signal.ts';
@@ -68,6 +69,11 @@ async function serve(options: ServeOptions): Promise<void> {
     // The scheduler's tick runs beside the worker: where jobs run, schedules are started.
     if (worker) runtime.services.scheduleTicker.start();
     started(true);
+    // Loading the program grew V8's young generation to 32 MiB, which V8 keeps while the server
+    // idles: given back once started, the server holds 100 MiB instead of 137 (resident, on
+    // bench/backup-browse-s3.ts), and its later peaks are about as much lower. One memory-reducing
+    // collection, about 65 ms.
+    collectGarbage('reduce');
   } catch (error) {
     // Whoever signals now finds a process already stopping: this path closes and exits.
     started(false);

@@ -13,6 +13,7 @@ import { snapshotTarGz } from '../../../src/storage/repository/snapshot-tar.ts';
 import { takeSnapshot } from '../../../src/storage/repository/snapshot-writer.ts';
 import { flipByteInData } from '../../support/snapshots.ts';
 import { until } from '../../support/wait.ts';
+import { growYoungGeneration, youngGenerationMiB } from '../../support/young-generation.ts';
 
 const MiB = 1024 * 1024;
 const BACKUP = '5b2e8c1a-9d4f-4e6a-8b3c-2f1d0e9a7c01';
@@ -189,5 +190,22 @@ describe('a snapshot download made in a process of its own', () => {
       break; // destroys the stream
     }
     await until(() => downloadProcesses().length === 0, { what: 'the process to end' });
+  });
+
+  it('gives back the young generation a relay made V8 grow, once the downloads are over', async () => {
+    const made = await snapshotOf({ 'big.bin': randomBytes(24 * MiB) });
+    // This thread's young generation as a busy server has it; relaying more than 8 MB forces
+    // young collections, which would grow it too.
+    growYoungGeneration();
+    expect(youngGenerationMiB()).toBeGreaterThanOrEqual(8);
+    const first = (await snapshotTarGzInProcess(wholeOf(made)))!;
+    const second = (await snapshotTarGzInProcess(wholeOf(made)))!;
+    const [one, two] = await Promise.all([collect(first), collect(second)]);
+    expect(one.length).toBeGreaterThan(16 * MiB);
+    expect(sha(two)).toBe(sha(one));
+    await until(() => youngGenerationMiB() <= 1, {
+      what: 'the young generation to be given back',
+      timeoutMs: 5_000,
+    });
   });
 });
