@@ -1,8 +1,8 @@
 /**
  * Peak memory of `aerie backup create` to an S3-compatible store, against the same backup to
- * local storage run alongside (the baseline). It builds Aerie into a directory of its own (`tsc`:
- * the measured command is the compiled CLI as users run it, and no one else's `dist/` is
- * touched), from the working tree, git revisions or directories (`--rev`, repeatable: several builds are
+ * local storage run alongside (the baseline). It builds Aerie into a directory of its own (as
+ * `npm run build` bundles it: the measured command is `bin/aerie.js` as users run it, and no one
+ * else's `dist/` is touched), from the working tree, git revisions or directories (`--rev`, repeatable: several builds are
  * measured in the same session, run by run in turn), starts s3rver (the tests' S3-compatible
  * server, in this process), makes a data directory with one server whose volume holds the bench
  * tree, then runs, in turn and `--runs` times each, the local backup and each build's S3 backup
@@ -42,7 +42,7 @@ if (!fs.existsSync('/usr/bin/time')) throw new Error('GNU time is missing (apt-g
  */
 function build(rev: string, dir: string): string {
   fs.mkdirSync(dir, { recursive: true });
-  const files = ['src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
+  const files = ['src', 'bin', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
   if (rev === '.' || fs.existsSync(rev)) {
     const from = rev === '.' ? ROOT : rev;
     for (const file of files) fs.cpSync(path.join(from, file), path.join(dir, file), { recursive: true });
@@ -51,15 +51,8 @@ function build(rev: string, dir: string): string {
     execFileSync('tar', ['-x', '-C', dir], { input: archive });
   }
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  execFileSync(
-    process.execPath,
-    [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: dir,
-      stdio: 'inherit',
-    },
-  );
-  return path.join(dir, 'dist/main.js');
+  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/bundle.ts'], { cwd: dir, stdio: 'inherit' });
+  return path.join(dir, 'bin/aerie.js');
 }
 
 /** Runs a command to its end without blocking this process's event loop. */

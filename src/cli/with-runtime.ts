@@ -2,13 +2,31 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
+import { collectGarbage } from '../shared/collect-garbage.ts';
+
+export interface CommandOptions {
+  /**
+   * The command's work runs in other threads while this one waits (a backup, an extract, a
+   * check): the young generation that loading the program grew (16 MiB) is given back before it
+   * starts, with one memory-reducing collection (tens of ms, while the machine is otherwise
+   * idle). A first backup of the bench volume peaked at 171 MiB instead of 179, in the same time.
+   */
+  waitsOnThreads?: boolean;
+}
+
+/** The options of a command whose work runs in other threads. */
+export const THREAD_WORK: CommandOptions = { waitsOnThreads: true };
 
 /**
  * Runs a one-shot command on a runtime of its own, closed when the command ends. Its logs go to
  * stderr: stdout holds the command's result.
  */
-export async function withRuntime<T>(work: (runtime: Runtime) => T | Promise<T>): Promise<T> {
+export async function withRuntime<T>(
+  work: (runtime: Runtime) => T | Promise<T>,
+  options: CommandOptions = {},
+): Promise<T> {
   const runtime = await openRuntime(loadConfig(), { logTo: 'stderr' });
+  if (options.waitsOnThreads === true) collectGarbage('reduce');
   try {
     return await work(runtime);
   } finally {

@@ -6,13 +6,15 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { THREAD_WORK, withRuntime } from '../../src/cli/with-runtime.ts';
 import { loadConfig } from '../../src/config.ts';
 import { openRuntime, type Runtime } from '../../src/runtime.ts';
 import { MemoryCounterStore } from '../../src/shared/counter-store.ts';
 import { FallbackCounterStore } from '../../src/shared/fallback-counter-store.ts';
 import { testDatabase } from '../support/databases.ts';
 import { REDIS_URL, serverAvailable } from '../support/dialects.ts';
+import { growYoungGeneration, youngGenerationMiB } from '../support/young-generation.ts';
 
 const opened: Runtime[] = [];
 /** Each fresh data directory with its database (the suite's kind, see TEST_DATABASE). */
@@ -84,5 +86,24 @@ describe.runIf(await serverAvailable(REDIS_URL))('openRuntime with REDIS_URL', (
     await cli.counters.increment(key, 60_000);
     expect((await worker.counters.peek(key)).count).toBe(2);
     await cli.counters.reset(key);
+  });
+});
+
+describe('withRuntime', () => {
+  it('gives back the young generation before a command whose work runs in threads, and only then', async () => {
+    const dir = await freshDir();
+    vi.stubEnv('AERIE_DATA_DIR', dir);
+    vi.stubEnv('DATABASE_URL', dirs.get(dir)!.url);
+    vi.stubEnv('LOG_LEVEL', 'silent');
+    try {
+      growYoungGeneration();
+      const plain = await withRuntime(() => youngGenerationMiB());
+      growYoungGeneration();
+      const threaded = await withRuntime(() => youngGenerationMiB(), THREAD_WORK);
+      expect(plain).toBeGreaterThanOrEqual(8);
+      expect(threaded).toBeLessThanOrEqual(1);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });

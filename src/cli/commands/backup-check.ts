@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { printRecord } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 /**
  * `aerie backup check`: verifies snapshot repositories (the index, every pack it names, every
@@ -51,6 +51,6 @@ export function backupCheckCommand(backup: Command): void {
           ],
         );
         if (damaged.length > 0 || problems.length > 0) process.exitCode = 1;
-      }),
+      }, THREAD_WORK),
     );
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { printRecord, progressPrinter } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 /** `aerie backup create`: archives a server's files as they are now, and waits until done. */
 export function backupCreateCommand(backup: Command): void {
@@ -24,6 +24,6 @@ export function backupCreateCommand(backup: Command): void {
             : `created backup ${record.name} (${record.uuid}): ${record.files} files, ${record.bytes} bytes; ` +
               `${record.added_bytes} bytes added to storage`,
         ]);
-      }),
+      }, THREAD_WORK),
     );
 }

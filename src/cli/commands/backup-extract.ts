@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { printRecord, progressPrinter } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 /**
  * `aerie backup extract`: writes a backup's files into a directory, without the API or a worker
@@ -42,6 +42,6 @@ export function backupExtractCommand(backup: Command): void {
               (done.skipped > 0 ? `; ${done.skipped} entries skipped (links, devices)` : ''),
           ],
         );
-      }),
+      }, THREAD_WORK),
     );
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { printRecord, progressPrinter } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 /** `aerie backup import`: stores an existing .tar.gz as a backup, after reading it through. */
 export function backupImportCommand(backup: Command): void {
@@ -24,6 +24,6 @@ export function backupImportCommand(backup: Command): void {
         printRecord(o.json, { ...record }, [
           `imported backup ${record.name} (${record.uuid}), ${record.bytes} bytes`,
         ]);
-      }),
+      }, THREAD_WORK),
     );
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { printRecord } from '../output.ts';
-import { withRuntime } from '../with-runtime.ts';
+import { THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 const MB = 1024 * 1024;
 
@@ -37,7 +37,7 @@ export function backupPruneCommand(backup: Command): void {
             `storage used: ${mb(before)} before, ${mb(after)} after`,
           ],
         );
-      }),
+      }, THREAD_WORK),
     );
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { printRecord, progressPrinter } from '../output.ts';
-import { cliContext, withRuntime } from '../with-runtime.ts';
+import { cliContext, THREAD_WORK, withRuntime } from '../with-runtime.ts';
 
 const POLL_MS = 500;
 /** How long the queued job may wait for a worker before the command says it is waiting for one. */
@@ -68,6 +68,6 @@ export function backupRestoreCommand(backup: Command): void {
           }
           await sleep(POLL_MS);
         }
-      }),
+      }, THREAD_WORK),
     );
 }

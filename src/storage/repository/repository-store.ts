@@ -35,6 +35,12 @@ export interface RepositoryStore {
    */
   readonly collectAfterPut?: 'young' | 'all';
   /**
+   * A writer fills packs only while one of its puts is free (unless set, a sealed pack may wait
+   * behind those being put): a put here is a request that lasts longer than filling a pack takes
+   * (S3), so a pack queued behind the puts would only hold its memory longer.
+   */
+  readonly writerWaitsForPuts?: boolean;
+  /**
    * Each read is a request with a round trip of its own (S3): a reader that can asks for a run
    * of blobs that lie one after another at once (Repository.readBlobRun), rather than for each.
    */
@@ -80,7 +86,7 @@ export class LocalRepositoryStore implements RepositoryStore {
   private readonly handles = new Map<string, Promise<FileHandle>>();
   private readonly made = new Set<string>();
   private readonly unsynced = new Set<string>();
-  readonly concurrentPuts = 1;
+  readonly concurrentPuts: number = 1;
   readonly collectAfterPut = 'young';
 
   constructor(readonly root: string) {}

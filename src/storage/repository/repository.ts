@@ -58,6 +58,12 @@ const TRAILER = 4 + PACK_MAGIC.length;
 const COMPRESSING = 4;
 /** How many sealed packs may be uploading at once: memory stays under a few packs. */
 const UPLOADING = 2;
+/**
+ * Room in a data pack's buffer for its header: a header line takes about 100 bytes, so 256 KiB
+ * holds the header of a pack whose blobs average 3.2 KiB or more (smaller ones, from a tree of
+ * tiny files, make a header that is put as a part of its own).
+ */
+const PACK_HEADER_ROOM = 256 * 1024;
 
 export type BlobKind = 'data' | 'tree';
 const KIND_CODE: Record<BlobKind, number> = { data: 0, tree: 1 };
@@ -418,8 +424,11 @@ export class BlobWriter {
   private readonly sealed: PackBuilder[] = [];
   /** Buffers that carry a blob to the compressing thread and back (one per blob in flight). */
   private readonly slabs = new BufferPool(SLAB_BYTES);
-  /** Buffers data packs are assembled in (the one being filled, and those uploading). */
-  private readonly packBuffers = new BufferPool(PACK_TARGET + SLAB_BYTES);
+  /**
+   * Buffers data packs are assembled in (the one being filled, and those uploading): room for a
+   * full pack, the blob that fills it, and the header of a pack of small blobs.
+   */
+  private readonly packBuffers = new BufferPool(PACK_TARGET + SLAB_BYTES + PACK_HEADER_ROOM);
   private readonly open: Record<BlobKind, PackBuilder> = {
     data: new PackBuilder(Buffer.from(this.packBuffers.take())),
     tree: new PackBuilder(),
@@ -526,9 +535,16 @@ export class BlobWriter {
     }
   }
 
-  /** Waits while a pack is queued behind those being put (each holds a pack's memory). */
+  /**
+   * Waits while a pack is queued behind those being put (each holds a pack's memory), or, on a
+   * store whose writers wait for puts, while every put is busy.
+   */
   private async roomForPacks(): Promise<void> {
-    while (this.sealed.length > 0 && this.uploading.size > 0) await Promise.race(this.uploading);
+    const { store } = this.repository;
+    const busy = () =>
+      this.sealed.length > 0 ||
+      (store.writerWaitsForPuts === true && this.uploading.size >= (store.concurrentPuts ?? UPLOADING));
+    while (this.uploading.size > 0 && busy()) await Promise.race(this.uploading);
   }
 
   /** Stores what is left, waits for every upload, and writes the index of all that was stored. */
@@ -596,6 +612,11 @@ export class PackBuilder {
     this.bytes += stored.length;
   }
 
+  /**
+   * The pack's id and bytes: its blobs, then the header listing them, then the trailer. When the
+   * header and trailer fit in the buffer after the blobs they are written there, and the pack is
+   * one part: a store that must hold a put's body as one buffer (S3) then needs no copy of it.
+   */
   seal(): { id: string; parts: Buffer[]; bytes: number } {
     const header = Buffer.from(JSON.stringify({ v: 1, blobs: this.lines }));
     const trailer = Buffer.alloc(TRAILER);
@@ -603,12 +624,16 @@ export class PackBuilder {
     PACK_MAGIC.copy(trailer, 4);
     this.hasher.update(header);
     this.hasher.update(trailer);
-    const body =
-      this.buffer !== undefined && this.parts.length === 0
-        ? [this.buffer.subarray(0, this.bytes)]
-        : this.parts;
-    const parts = [...body, header, trailer];
-    return { id: this.hasher.digest('hex'), parts, bytes: this.bytes + header.length + TRAILER };
+    const bytes = this.bytes + header.length + TRAILER;
+    const { buffer } = this;
+    let parts: Buffer[];
+    if (buffer === undefined || this.parts.length > 0) parts = [...this.parts, header, trailer];
+    else if (bytes <= buffer.length) {
+      header.copy(buffer, this.bytes);
+      trailer.copy(buffer, this.bytes + header.length);
+      parts = [buffer.subarray(0, bytes)];
+    } else parts = [buffer.subarray(0, this.bytes), header, trailer];
+    return { id: this.hasher.digest('hex'), parts, bytes };
   }
 }
 

@@ -41,6 +41,7 @@ export interface S3RepositoryStoreOptions {
 
 export class S3RepositoryStore implements RepositoryStore {
   readonly readsAreRequests = true;
+  readonly writerWaitsForPuts = true;
 
   /** The key prefix, `` or ending in `/`. */
   readonly prefix: string;
