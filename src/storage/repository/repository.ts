@@ -28,6 +28,7 @@ import {
   takeBlobCompressor,
   type BlobCompressor,
 } from './blob-compressor.ts';
+import { BlobIndex, type BlobKind, type BlobLocation } from './blob-index.ts';
 import { BlobVerifier, faultOf, type BlobFault } from './blob-verifier.ts';
 import { CHUNK_SIZES } from './chunker.ts';
 import { RepositoryMissing, type RepositoryStore } from './repository-store.ts';
@@ -56,6 +57,13 @@ const TRAILER = 4 + PACK_MAGIC.length;
  * more of slabs.
  */
 const COMPRESSING = 4;
+/**
+ * Blobs an index object lists at most (about 100 bytes each in it): a writer of many small blobs
+ * writes an index object each time this many are in packs put, and forgets them, instead of
+ * holding every blob's line until the end (a volume of a million small files: 150 MB of lines,
+ * then one index of 100 MB at once). A repository's reader loads index objects 8 at a time.
+ */
+export const INDEX_BLOBS = 20_000;
 /** How many sealed packs may be uploading at once: memory stays under a few packs. */
 const UPLOADING = 2;
 /**
@@ -65,21 +73,10 @@ const UPLOADING = 2;
  */
 const PACK_HEADER_ROOM = 256 * 1024;
 
-export type BlobKind = 'data' | 'tree';
+export type { BlobKind, BlobLocation } from './blob-index.ts';
+
 const KIND_CODE: Record<BlobKind, number> = { data: 0, tree: 1 };
 const CODE_KIND: BlobKind[] = ['data', 'tree'];
-
-/** Where a blob is: its pack, the bytes it takes there, and how to turn them back into content. */
-export interface BlobLocation {
-  pack: string;
-  kind: BlobKind;
-  offset: number;
-  /** Bytes stored in the pack. */
-  length: number;
-  /** Bytes of content. */
-  raw: number;
-  compressed: boolean;
-}
 
 /** A blob's line in a pack header or an index: [id, kind, offset, length, raw, compression]. */
 export type BlobLine = [string, number, number, number, number, number];
@@ -130,14 +127,14 @@ export interface PooledBlob {
 export class Repository {
   private constructor(
     readonly store: RepositoryStore,
-    private readonly blobs: Map<string, BlobLocation>,
+    private readonly blobs: BlobIndex,
     /** The index objects this view was loaded from. */
     readonly indexKeys: string[],
   ) {}
 
   /** Opens a repository (an empty store is an empty repository), loading its whole index. */
   static async open(store: RepositoryStore): Promise<Repository> {
-    const blobs = new Map<string, BlobLocation>();
+    const blobs = new BlobIndex();
     const keys = (await store.list('index/')).map((o) => o.key);
     await inBatches(keys, 8, async (key) => {
       let bytes: Buffer;
@@ -400,22 +397,24 @@ export async function checkBlob(id: string, where: BlobLocation, stored: Buffer)
   return content;
 }
 
-/** What a writer stored: new blobs, their raw and stored bytes, the packs and index it wrote. */
+/** What a writer stored: new blobs, their raw and stored bytes, the packs and index objects it wrote. */
 export interface WriteTotals {
   blobs: number;
   rawBytes: number;
   storedBytes: number;
-  packs: PackEntry[];
-  /** The index object written, if any blob was stored. */
-  indexKey: string | null;
+  packs: number;
+  /** The index objects written (none if no blob was stored). */
+  indexKeys: string[];
 }
 
 /**
  * Stores new blobs into packs, leaving out any the repository (or this writer) holds already.
  * Compression runs on libuv's pool, several blobs at a time, while the caller goes on chunking;
- * sealed packs upload while the next fills. `finish` writes the index of what was stored.
+ * sealed packs upload while the next fills. The packs put are listed in index objects of at most
+ * INDEX_BLOBS blobs as they come, and in a last one by `finish`.
  */
 export class BlobWriter {
+  /** The blobs this writer stores that no index object it wrote lists yet. */
   private readonly pending = new Set<string>();
   private compressor: BlobCompressor | null = null;
   private readonly compressing = new Set<Promise<void>>();
@@ -433,8 +432,12 @@ export class BlobWriter {
     data: new PackBuilder(Buffer.from(this.packBuffers.take())),
     tree: new PackBuilder(),
   };
+  /** Packs put that no index object lists yet, and how many blobs they hold. */
+  private unindexed: PackEntry[] = [];
+  private unindexedBlobs = 0;
+  private readonly indexing = new Set<Promise<void>>();
   private failure: Error | null = null;
-  private readonly totals: WriteTotals = { blobs: 0, rawBytes: 0, storedBytes: 0, packs: [], indexKey: null };
+  private readonly totals: WriteTotals = { blobs: 0, rawBytes: 0, storedBytes: 0, packs: 0, indexKeys: [] };
 
   constructor(private readonly repository: Repository) {}
 
@@ -515,7 +518,10 @@ export class BlobWriter {
       const { id, parts, bytes } = pack.seal();
       const upload = this.repository.store.put(packKey(id), parts).then(
         () => {
-          this.totals.packs.push({ id, bytes, blobs: pack.lines });
+          this.totals.packs += 1;
+          this.unindexed.push({ id, bytes, blobs: pack.lines });
+          this.unindexedBlobs += pack.lines.length;
+          if (this.unindexedBlobs >= INDEX_BLOBS) this.indexPut();
           if (pack.buffer !== undefined) this.packBuffers.give(pack.buffer.buffer as ArrayBuffer);
           // What the pack left is garbage now (its buffer is pooled, but not what refers to it),
           // and V8 frees a buffer's memory only when it collects. To a local store, a young
@@ -547,7 +553,31 @@ export class BlobWriter {
     while (this.uploading.size > 0 && busy()) await Promise.race(this.uploading);
   }
 
-  /** Stores what is left, waits for every upload, and writes the index of all that was stored. */
+  /**
+   * Writes an index object listing the packs put so far and not listed yet. Once it is written
+   * the repository's view knows their blobs, and this writer forgets them: what it holds for the
+   * blobs it stored stays under a few index objects' worth, however many it stores. (Not before:
+   * a writer that fails leaves the view as it was, knowing no blob that no index object lists.)
+   */
+  private indexPut(): void {
+    const packs = this.unindexed;
+    this.unindexed = [];
+    this.unindexedBlobs = 0;
+    const work = writeIndex(this.repository.store, packs).then(
+      (key) => {
+        this.totals.indexKeys.push(key);
+        this.repository.learn(packs);
+        for (const pack of packs) for (const [id] of pack.blobs) this.pending.delete(id);
+      },
+      (error: unknown) => {
+        this.failure ??= asError(error);
+      },
+    );
+    this.indexing.add(work);
+    void work.finally(() => this.indexing.delete(work));
+  }
+
+  /** Stores what is left, waits for every upload, and writes the index of what is not listed yet. */
   async finish(): Promise<WriteTotals> {
     await Promise.all(this.compressing);
     this.throwIfFailed();
@@ -557,10 +587,9 @@ export class BlobWriter {
     await this.compressor?.close();
     this.compressor = null;
     this.throwIfFailed();
-    if (this.totals.packs.length > 0) {
-      this.totals.indexKey = await writeIndex(this.repository.store, this.totals.packs);
-      this.repository.learn(this.totals.packs);
-    }
+    if (this.unindexed.length > 0) this.indexPut();
+    await Promise.all(this.indexing);
+    this.throwIfFailed();
     return this.totals;
   }
 
@@ -569,6 +598,7 @@ export class BlobWriter {
     this.failure ??= new Error('abandoned');
     await Promise.allSettled(this.compressing);
     while (this.uploading.size > 0) await Promise.allSettled(this.uploading);
+    await Promise.allSettled(this.indexing);
     await this.compressor?.close();
     this.compressor = null;
   }
@@ -686,7 +716,7 @@ function checkLines(where: string, lines: unknown, limit: number): BlobLine[] {
   return lines as BlobLine[];
 }
 
-function addPack(blobs: Map<string, BlobLocation>, pack: PackEntry): void {
+function addPack(blobs: BlobIndex, pack: PackEntry): void {
   for (const [id, kind, offset, length, raw, compression] of pack.blobs) {
     blobs.set(id, {
       pack: pack.id,

@@ -1,7 +1,8 @@
 /**
  * How packs are written: a pack sealed in one part (its header and trailer written into its own
- * buffer) is byte for byte the pack sealed in parts, and a writer on a store whose writers wait
- * for puts (S3) holds no pack beyond the open one and those being put.
+ * buffer) is byte for byte the pack sealed in parts; a writer on a store whose writers wait for
+ * puts (S3) holds no pack beyond the open one and those being put; and a writer of many blobs
+ * lists them in index objects of a bounded size as it goes.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +14,9 @@ import {
 } from '../../../src/storage/repository/repository-store.ts';
 import {
   blobId,
+  INDEX_BLOBS,
   PACK_TARGET,
+  parseIndex,
   PackBuilder,
   parsePackHeader,
   Repository,
@@ -118,7 +121,8 @@ describe('BlobWriter on a store whose puts are held', () => {
     await waiting;
     const totals = await writer.finish();
     expect(totals.blobs).toBe(taken + 1);
-    expect(totals.packs.reduce((sum, pack) => sum + pack.blobs.length, 0)).toBe(taken + 1);
+    expect(totals.packs).toBe(Math.ceil((taken + 1) / PER_PACK));
+    expect(totals.indexKeys).toHaveLength(1);
   });
 
   it('queues one sealed pack behind the puts otherwise', async () => {
@@ -129,5 +133,39 @@ describe('BlobWriter on a store whose puts are held', () => {
     store.release();
     await waiting;
     expect((await writer.finish()).blobs).toBe(taken + 1);
+  });
+});
+
+describe('BlobWriter of many blobs', () => {
+  it('lists them in index objects of at most INDEX_BLOBS blobs as packs are put', async () => {
+    const store = new LocalRepositoryStore(await undo.dir('aerie-pack-writing-'));
+    const repository = await Repository.open(store);
+    const writer = repository.writer();
+    const count = 2 * INDEX_BLOBS + 500;
+    // Incompressible blobs of 2 KiB: a pack holds about 4,000, so index objects come before the end.
+    const blobs = Array.from({ length: count }, () => randomBytes(2048));
+    const seen: number[] = [];
+    for (const [n, blob] of blobs.entries()) {
+      await writer.add('data', blob);
+      if (n % 4000 === 0) seen.push((await store.list('index/')).length);
+    }
+    // Index objects appeared while blobs were still being added, not only at the end.
+    expect(seen.some((objects) => objects > 0)).toBe(true);
+    // The writer still knows every blob (the repository's view, once an index lists them).
+    for (const blob of [blobs[0]!, blobs[INDEX_BLOBS]!, blobs[count - 1]!])
+      expect(await writer.add('data', blob)).toBe(false);
+    const totals = await writer.finish();
+    expect(totals.blobs).toBe(count);
+    expect(totals.indexKeys.length).toBeGreaterThanOrEqual(2);
+
+    const listed = await store.list('index/');
+    expect(listed.map((o) => o.key).sort()).toEqual([...totals.indexKeys].sort());
+    for (const { key } of listed) {
+      const lines = parseIndex(key, await store.get(key)).flatMap((pack) => pack.blobs);
+      expect(lines.length).toBeLessThanOrEqual(INDEX_BLOBS + 4096);
+    }
+    const reopened = await Repository.open(store);
+    for (const blob of blobs) expect(reopened.has(blobId(blob))).toBe(true);
+    expect(await reopened.readBlob(blobId(blobs[count - 1]!))).toEqual(blobs[count - 1]);
   });
 });
