@@ -55,6 +55,9 @@ export function migratorFor(db: Db, chosen: Record<string, Migration>): Migrator
     // A database migrated by a build that lacked a migration older than its newest one (work
     // that landed out of date order) gets the missing one too, instead of being refused.
     allowUnorderedMigrations: true,
+    // Names are compared as strings (all are `YYYY_MM_DD_HHMMSS_name`), not with Kysely's default
+    // localeCompare, whose first call loads ICU's collation data: 17 ms of every command's start.
+    nameComparator: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
   });
 }
 

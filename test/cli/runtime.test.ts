@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { THREAD_WORK, withRuntime } from '../../src/cli/with-runtime.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -90,16 +91,21 @@ describe.runIf(await serverAvailable(REDIS_URL))('openRuntime with REDIS_URL', (
 });
 
 describe('withRuntime', () => {
-  it('gives back the young generation before a command whose work runs in threads, and only then', async () => {
+  it('gives back the young generation while a command waits on its threads, and only then', async () => {
     const dir = await freshDir();
     vi.stubEnv('AERIE_DATA_DIR', dir);
     vi.stubEnv('DATABASE_URL', dirs.get(dir)!.url);
     vi.stubEnv('LOG_LEVEL', 'silent');
     try {
+      // A command that waits half a second on its threads, reading the young generation at the end.
+      const waiting = async () => {
+        await sleep(500);
+        return youngGenerationMiB();
+      };
       growYoungGeneration();
-      const plain = await withRuntime(() => youngGenerationMiB());
+      const plain = await withRuntime(waiting);
       growYoungGeneration();
-      const threaded = await withRuntime(() => youngGenerationMiB(), THREAD_WORK);
+      const threaded = await withRuntime(waiting, THREAD_WORK);
       expect(plain).toBeGreaterThanOrEqual(8);
       expect(threaded).toBeLessThanOrEqual(1);
     } finally {
