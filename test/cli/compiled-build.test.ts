@@ -146,6 +146,34 @@ describe('the compiled build (bin/aerie.js on dist/)', () => {
     expect(await exited).toBe(0);
   });
 
+  it("starts a command that serves nothing without Node's HTTP modules or ICU's collation", async () => {
+    // Importing node:http as a module loads Node's fetch implementation (20 ms of start-up);
+    // localeCompare loads ICU's collation data (17 ms).
+    const probe = path.join(data, 'builtins.cjs');
+    const list = path.join(data, 'builtins.json');
+    await writeFile(
+      probe,
+      `let compared = 0;
+       const localeCompare = String.prototype.localeCompare;
+       String.prototype.localeCompare = function (...args) { compared += 1; return localeCompare.apply(this, args); };
+       process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)},
+         JSON.stringify({ compared, modules: process.moduleLoadList })));`,
+    );
+    // Once on a new database, once on one up to date.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const migrate = await run(process.execPath, ['--require', probe, BIN, 'migrate'], env);
+      expect(migrate.code, migrate.stderr).toBe(0);
+      const { compared, modules } = JSON.parse(await readFile(list, 'utf8')) as {
+        compared: number;
+        modules: string[];
+      };
+      expect(modules).toContain('NativeModule fs'); // the list is what it should be
+      for (const unused of ['NativeModule http', 'NativeModule internal/deps/undici/undici'])
+        expect(modules).not.toContain(unused);
+      expect(compared).toBe(0);
+    }
+  });
+
   it('has, flat in dist/, every module the code starts a thread on by name', async () => {
     const built = new Set(await readdir(path.join(ROOT, 'dist')));
     const threads = entryPoints().filter((entry) => !entry.endsWith('main.ts'));
