@@ -15,6 +15,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { compareNames } from '../../shared/compare-names.ts';
 import type { ArchivePiece } from '../archive/gzip-members.ts';
 import { writePieces } from './archive-pieces.ts';
 
@@ -70,7 +71,7 @@ function pageFile(dir: string, page: number): string {
 /** Directories first, then files; each by the bytes of their names (as trees keep them). */
 export function catalogOrder(a: CatalogEntry, b: CatalogEntry): number {
   if (a.directory !== b.directory) return a.directory ? -1 : 1;
-  return Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
+  return compareNames(a.name, b.name);
 }
 
 /**

@@ -8,6 +8,7 @@
  * is checked here before anything uses it (names, kinds, sizes, ids), and a restore judges each
  * path again as it judges an archive's.
  */
+import { compareNames } from '../../shared/compare-names.ts';
 
 export interface FileNode {
   name: string;
@@ -60,7 +61,7 @@ export function isId(value: unknown): value is string {
 
 /** Sorts entries as trees keep them: by the bytes of their names. */
 export function byName(a: { name: string }, b: { name: string }): number {
-  return Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
+  return compareNames(a.name, b.name);
 }
 
 export function encodeTree(tree: Tree): Buffer {

@@ -3,7 +3,9 @@
  * tree that is not one Aerie could have written, with a DamagedRepository naming the tree.
  */
 import { describe, expect, it } from 'vitest';
+import { compareNames } from '../../../src/shared/compare-names.ts';
 import {
+  byName,
   DamagedRepository,
   decodeTree,
   encodeTree,
@@ -129,5 +131,64 @@ describe('decodeTree', () => {
     ['entries that are no list', Buffer.from('{"v":1,"entries":{"a":1}}'), 'no entries'],
   ])('refuses %s', (_what, bytes, why) => {
     expect(refusal(bytes).message).toContain(why);
+  });
+});
+
+describe('compareNames', () => {
+  /** Names from every range where UTF-16 and UTF-8 orders could part: ASCII, Latin, CJK, U+E000-U+FFFF, emoji. */
+  const pieces = [
+    'a',
+    'B',
+    '.',
+    '-',
+    '~',
+    'é',
+    'ß',
+    '中',
+    '文',
+    '\uE000',
+    '\uFB01',
+    '\uFFFD',
+    '😀',
+    '𝄞',
+    '🂡',
+  ];
+  function randomName(random: () => number): string {
+    let name = '';
+    const length = 1 + Math.floor(random() * 4);
+    for (let i = 0; i < length; i++) name += pieces[Math.floor(random() * pieces.length)];
+    return name;
+  }
+  /** A fixed pseudo-random sequence (the same names on every run). */
+  function sequence(seed: number): () => number {
+    let state = seed;
+    return () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+  }
+
+  it('orders names as their UTF-8 bytes compare', () => {
+    const random = sequence(7);
+    for (let i = 0; i < 20_000; i++) {
+      const [a, b] = [randomName(random), randomName(random)];
+      expect(Math.sign(compareNames(a, b)), `${a} / ${b}`).toBe(
+        Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      );
+    }
+    // Where UTF-16 alone would be wrong: U+FFFD sorts before an emoji in UTF-8, after it in UTF-16.
+    expect(compareNames('\uFFFD', '😀')).toBeLessThan(0);
+    expect('\uFFFD' < '😀').toBe(false);
+    expect(compareNames('ab', 'abc')).toBeLessThan(0);
+    expect(compareNames('same', 'same')).toBe(0);
+  });
+
+  it('sorts a directory as the tree format requires (decodeTree accepts it)', () => {
+    const random = sequence(11);
+    const names = [...new Set(Array.from({ length: 500 }, () => randomName(random)))].filter(
+      (name) => name !== '.' && name !== '..',
+    );
+    const entries = names.map((name) => ({ name })).sort(byName);
+    const tree = { entries: entries.map(({ name }) => file(name)) } as unknown as Tree;
+    expect(decodeTree(TREE_ID, encodeTree(tree)).entries.map((node) => node.name)).toEqual(
+      [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+    );
   });
 });
