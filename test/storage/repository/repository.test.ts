@@ -266,6 +266,20 @@ describe.each([local, onS3])('a snapshot repository in $name', (backend) => {
     expect(order).toEqual([...order].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
   });
 
+  it('reads whole every file whose size falls around the read window (2 MiB)', async () => {
+    const store = await backend.create();
+    const volume = await scratchDir('aerie-volume-');
+    const sizes = [0, 1, 4095, 2 * MIB - 1, 2 * MIB, 2 * MIB + 1, 4 * MIB, 5 * MIB + 3];
+    await writeTree(
+      volume,
+      Object.fromEntries(sizes.map((size) => [`f${size}.bin`, seeded(size, `s${size}`)])),
+    );
+    const record = await snap(volume, store);
+    expect(record.bytes).toBe(sizes.reduce((sum, size) => sum + size, 0));
+    const found = await readBack(await Repository.open(backend.reopen(store)), record.tree);
+    expect(found).toEqual(await expected(volume));
+  });
+
   it('reads a file whose chunks lie one after another in a pack with one range request', async () => {
     const store = await backend.create();
     const { volume } = await makeVolume();
