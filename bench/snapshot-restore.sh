@@ -20,7 +20,7 @@ WORK=${2:-/tmp/aerie-bench-restore}
 [ -x /usr/bin/time ] || { echo "GNU time is missing (apt-get install time)" >&2; exit 1; }
 npm run build --silent
 rm -rf "$WORK" && mkdir -p "$WORK"
-trap 'kill "${SERVE:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill "${SERVE:-0}" "${WATCH:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 # The API restore's process: bench/restore-run.ts bundled with the program, as dist/ is.
 RUN_BUILD=$PWD/.bench-dist/restore-run
 rm -rf "$RUN_BUILD"
@@ -46,18 +46,20 @@ PORT=18093
 node bin/aerie.js serve --port $PORT > "$WORK/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/live" > /dev/null 2>&1 && break; sleep 0.1; done
-# The download processes' peak RSS: each child of the server, while it runs.
+# The download processes' peak RSS: each child of the server, read every 20 ms while a download
+# runs (only then: the polling would take CPU from the other steps).
 echo 0 > "$WORK/child-peak"
-(
-  peak=0
-  while kill -0 "$SERVE" 2>/dev/null; do
+watch_downloads() {
+  local peak rss
+  peak=$(cat "$WORK/child-peak")
+  while :; do
     for child in $(pgrep -P "$SERVE" || true); do
       rss=$(awk '/^VmHWM/ { print $2 }' "/proc/$child/status" 2>/dev/null || true)
       if [ -n "$rss" ] && [ "$rss" -gt "$peak" ]; then peak=$rss; echo "$peak" > "$WORK/child-peak"; fi
     done
     sleep 0.02
   done
-) &
+}
 download() {
   local url
   url=$(curl -sf -H "Authorization: Bearer $TOKEN" -H 'Accept: application/json' \
@@ -77,7 +79,11 @@ for run in $(seq 1 "$RUNS"); do
   measure aerie-extract node bin/aerie.js backup extract --server "$SERVER" --backup "$BACKUP" --to "$WORK/x"
   [ "$run" != 1 ] || diff -r "$WORK/tree" "$WORK/x" > /dev/null
   measure tar-czf sh -c "tar -czf - -C '$WORK/tree' . > /dev/null"
+  watch_downloads &
+  WATCH=$!
   measure aerie-download sh -c "$(declare -f download); TOKEN=$TOKEN PORT=$PORT SERVER=$SERVER BACKUP=$BACKUP download"
+  kill "$WATCH" 2>/dev/null || true
+  wait "$WATCH" 2>/dev/null || true
 done
 SERVE_PEAK=$(awk '/^VmHWM/ { print $2 }' "/proc/$SERVE/status")
 kill "$SERVE" 2>/dev/null || true
